@@ -1,0 +1,158 @@
+"""The scheduling core's output vocabulary: what one decide() call asks the shell to do.
+
+Owns: decision records (start, preempt, renew, lapse, reserve), the pending reason with numbers, drain estimates,
+and the budget standings a cycle computed.
+
+Must not: carry behaviour. The engine applies these records; the core never performs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from allotment.core.model import Allocation, Micro, ReservationKind, RunClass, Seconds
+
+
+class PreemptReason(StrEnum):
+    FOR_SESSION = "for-session"  # a session needs the GPUs
+    FOR_GUARANTEED = "for-guaranteed"  # opportunistic work yields to guaranteed work
+    FAIR_SHARE = "fair-share"  # slice-expired work of an over-share budget yields to an under-share budget
+    RESERVATION = "reservation"  # a planned start (large gang or starving budget) claims the GPUs
+    WINDOW = "capacity-window"  # a capacity window's budget reclaims its pool
+    HEADROOM = "headroom"  # session headroom is refilled
+    DRAIN = "drain"  # the node is draining
+    FORCED = "forced-drain"  # an administrator's forced action (owner refunded)
+    NODE_DOWN = "node-down"  # the node was lost (owner refunded)
+    IDLE_SESSION = "idle-session"  # a session idle past its limit is reclaimed
+    SESSION_END = "session-end"  # a session reached the end of its length
+    MAX_RUNTIME = "max-runtime"  # the job reached its maximum runtime
+
+
+REFUNDED_REASONS = frozenset({PreemptReason.FORCED, PreemptReason.NODE_DOWN})
+"""Preemptions that are the fleet's fault: the owner is refunded and the infrastructure account pays."""
+
+FINAL_REASONS = frozenset({PreemptReason.IDLE_SESSION, PreemptReason.SESSION_END, PreemptReason.MAX_RUNTIME})
+"""Preemptions after which the job is finished, not requeued."""
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    job_id: str
+    placement: tuple[Allocation, ...]
+    run_class: RunClass
+    slice_end: Seconds | None
+    rule: str
+    """The rule that started it, for the record (e.g. "fair-share", "session", "reservation", "backfill")."""
+
+
+@dataclass(frozen=True, slots=True)
+class Preempt:
+    job_id: str
+    reason: PreemptReason
+    grace: Seconds
+    requeue: bool
+    preemptor: str | None = None
+
+    @property
+    def refund(self) -> bool:
+        return self.reason in REFUNDED_REASONS
+
+
+@dataclass(frozen=True, slots=True)
+class Renew:
+    job_id: str
+    slice_end: Seconds
+
+
+@dataclass(frozen=True, slots=True)
+class Lapse:
+    """A run slice ended without renewal: the job runs on as opportunistic (preemptible, discounted)."""
+
+    job_id: str
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reserve:
+    job_id: str
+    nodes: tuple[tuple[str, int], ...]
+    planned_start: Seconds
+    kind: ReservationKind
+
+
+class Blocker(StrEnum):
+    CAPACITY = "capacity"  # not enough free GPUs in the allowed pools
+    RESERVED = "reserved"  # free GPUs are promised to a planned start
+    HEADROOM = "headroom"  # the only free GPUs are session headroom
+    WINDOW = "capacity-window"  # the pool is booked by another budget's capacity window
+    FUNDS = "funds"  # the budget cannot pay for the requested slice
+    LIMIT = "limit"  # a budget's GPU limit
+    SESSION_LIMIT = "session-limit"  # the user's session count, or the session is outside the session limits
+    NO_POOL = "no-pool"  # no ready node of an allowed type and cluster can ever hold it
+    WAITING_FOR_GRACE = "waiting-for-grace"  # GPUs are being freed for it; victims are in their grace period
+
+
+class HintKind(StrEnum):
+    FEWER_GPUS = "fewer-gpus"
+    SHORTER_SLICE = "shorter-slice"
+    OTHER_POOL = "other-pool"
+    OPPORTUNISTIC = "opportunistic"
+
+
+@dataclass(frozen=True, slots=True)
+class Hint:
+    """One change that would make the job start sooner, and when it would then start."""
+
+    kind: HintKind
+    detail: str
+    start: Seconds | None
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """A budget's fair-share standing as this cycle computed it (before its own placements)."""
+
+    balance: Micro
+    committed: Micro
+    """Cost of the remaining time of its jobs' granted slices (already promised money)."""
+    entitled: float
+    """Entitled fraction of the fleet, from allocations of active budgets along the tree."""
+    used: float
+    """Fraction of (decayed past + current) usage among active budgets."""
+
+    @property
+    def available(self) -> Micro:
+        return self.balance - self.committed
+
+    @property
+    def ratio(self) -> float:
+        """used / entitled: below 1.0 is below fair share."""
+        if self.entitled <= 0:
+            return float("inf") if self.used > 0 else 1.0
+        return self.used / self.entitled
+
+
+@dataclass(frozen=True, slots=True)
+class WaitReason:
+    blocker: Blocker
+    message: str
+    needed_gpus: int
+    free_gpus: int
+    """Free GPUs in the job's allowed pools that it may use."""
+    estimated_start: Seconds | None
+    hints: tuple[Hint, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Decisions:
+    starts: tuple[Start, ...] = ()
+    preempts: tuple[Preempt, ...] = ()
+    renews: tuple[Renew, ...] = ()
+    lapses: tuple[Lapse, ...] = ()
+    reserves: tuple[Reserve, ...] = ()
+    pending: Mapping[str, WaitReason] = field(default_factory=dict)
+    drain_estimates: Mapping[str, Seconds] = field(default_factory=dict)
+    """Draining node → when it will be empty."""
+    standings: Mapping[str, Standing] = field(default_factory=dict)

@@ -1,0 +1,254 @@
+"""The scheduling core's input vocabulary: plain, immutable data.
+
+Owns: the types a snapshot is made of (fleet, budgets and their accounts, jobs and their runs, capacity windows,
+reservations, policy settings) and small derived properties of them.
+
+Must not: read a clock, touch disks, processes or the network, or draw random numbers. Times are integer seconds on
+one axis chosen by the shell (the engine uses Unix time; the simulator its own clock). Money is integer
+credit-microunits (one credit = one GPU-hour of the reference GPU type = 1_000_000 micro); prices are per-mille
+integers (1000 = full price).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+Seconds = int
+"""A point in time or a duration, in whole seconds."""
+
+Micro = int
+"""Credit-microunits. One credit is one GPU-hour of the reference GPU type."""
+
+MICRO_PER_CREDIT = 1_000_000
+FULL_PRICE = 1000
+"""Prices are per-mille multipliers: 1000 is full price, 400 is a 60 % discount."""
+
+
+class NodeState(StrEnum):
+    READY = "ready"
+    CORDONED = "cordoned"  # nothing new lands; running work stays and may renew
+    DRAINING = "draining"  # nothing new lands; opportunistic work leaves now, contracted work at slice end
+    DOWN = "down"  # the node is lost; its work is gone and refunded
+
+
+class JobKind(StrEnum):
+    BATCH = "batch"
+    SESSION = "session"
+
+
+class ContractClass(StrEnum):
+    GUARANTEED = "guaranteed"
+    OPPORTUNISTIC = "opportunistic"
+
+
+class RunClass(StrEnum):
+    """What a running job is charged and protected as right now."""
+
+    GUARANTEED = "guaranteed"  # holds (or held) a funded run slice
+    SESSION = "session"  # an interactive session inside the session limits
+    OPPORTUNISTIC = "opportunistic"  # preemptible at any time; charged at the opportunistic price
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    name: str
+    topology: tuple[str, ...] = ()
+    """Topology label keys from the tightest level to the loosest, e.g. ("rack", "block")."""
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    cluster: str
+    gpu_type: str
+    gpus: int
+    labels: tuple[tuple[str, str], ...] = ()
+    state: NodeState = NodeState.READY
+    forced: bool = False
+    """A forced drain: every job leaves now, with the owner refunded (an administrator's explicit action)."""
+
+    def label(self, key: str) -> str | None:
+        for k, v in self.labels:
+            if k == key:
+                return v
+        return None
+
+    @property
+    def accepts_work(self) -> bool:
+        return self.state is NodeState.READY
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """A node of the organisation tree. Leaf budgets pay for jobs."""
+
+    name: str
+    parent: str | None
+    allocation: Micro
+    """Credits allocated for the current period."""
+    max_gpus: int | None = None
+    """Optional limit on GPUs held at once by this budget's whole subtree."""
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    """A leaf budget's standing as the shell read it from the ledger."""
+
+    balance: Micro
+    """Credits left in the current period (allocation − charges + refunds ± adjustments). May be negative
+    only through opportunistic charges."""
+    usage: float = 0.0
+    """Decayed past usage in credits (exponential decay with the policy's half-life), as of `now`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """GPUs a job holds (or will hold) on one node."""
+
+    node: str
+    gpus: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """A running job that has been told to leave: SIGTERM at `signalled_at`, SIGKILL at `kill_at`."""
+
+    signalled_at: Seconds
+    kill_at: Seconds
+    reason: str
+    preemptor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """The current run of a job that holds GPUs."""
+
+    placement: tuple[Allocation, ...]
+    started_at: Seconds
+    run_class: RunClass
+    slice_end: Seconds | None = None
+    """End of the granted run slice; None when the run is opportunistic (never had or lost its slice)."""
+    preemption: Preemption | None = None
+    idle_since: Seconds | None = None
+    """Sessions: when the last client detached (None while someone is attached)."""
+
+    @property
+    def gpu_count(self) -> int:
+        return sum(len(a.gpus) for a in self.placement)
+
+    def in_slice(self, now: Seconds) -> bool:
+        return self.slice_end is not None and now < self.slice_end
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return tuple(a.node for a in self.placement)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    id: str
+    budget: str
+    user: str
+    gpus: int
+    """GPUs per replica."""
+    replicas: int = 1
+    kind: JobKind = JobKind.BATCH
+    contract: ContractClass = ContractClass.GUARANTEED
+    slice_seconds: Seconds = 3600
+    """Requested run slice (guaranteed jobs); for sessions the requested session length."""
+    priority: int = 0
+    """Orders this job among its own budget's jobs only."""
+    grace: Seconds = 60
+    max_runtime: Seconds | None = None
+    submitted_at: Seconds = 0
+    gpu_types: tuple[str, ...] = ()
+    """Allowed GPU types; empty means any."""
+    clusters: tuple[str, ...] = ()
+    """Allowed clusters; empty means any."""
+    fallback_opportunistic: bool = False
+    """A guaranteed job that accepts running opportunistically while its budget cannot fund a slice."""
+    requeue: bool = True
+    """Requeue automatically after a preemption."""
+    run: Run | None = None
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus * self.replicas
+
+    @property
+    def pending(self) -> bool:
+        return self.run is None
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityWindow:
+    """A budget's right to `gpus` GPUs of the pool (cluster, gpu_type) during [start, end)."""
+
+    id: str
+    budget: str
+    cluster: str
+    gpu_type: str
+    gpus: int
+    start: Seconds
+    end: Seconds
+
+    def active(self, now: Seconds) -> bool:
+        return self.start <= now < self.end
+
+
+class ReservationKind(StrEnum):
+    PLANNED = "planned"  # a budget's first pending job: start planned from known slice ends
+    PREEMPTION = "preemption"  # GPUs being freed by preemption for this job
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """GPUs promised to a pending job from `planned_start` on. Carried between cycles so plans stay stable."""
+
+    job_id: str
+    nodes: tuple[tuple[str, int], ...]
+    """(node, GPU count) pairs."""
+    planned_start: Seconds
+    kind: ReservationKind
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyConfig:
+    min_slice: Seconds = 1800
+    max_slice: Seconds = 8 * 3600
+    max_grace: Seconds = 600
+    session_max_gpus: int = 8
+    session_max_length: Seconds = 8 * 3600
+    session_idle_timeout: Seconds = 3600
+    session_max_per_user: int = 2
+    default_headroom: int = 8
+    headroom: Mapping[str, int] = field(default_factory=dict)
+    """GPUs per cluster kept free (or held only by fast-leaving work) for sessions; overrides default_headroom."""
+    headroom_max_grace: Seconds = 30
+    """Opportunistic work with at most this grace may sit in headroom: it leaves within seconds."""
+    opportunistic_price: int = 400
+    session_price: int = FULL_PRICE
+    usage_half_life: Seconds = 7 * 24 * 3600
+    max_reservations: int = 100
+    """Upper bound on planned-start reservations per cycle (one per budget at most)."""
+
+    def headroom_for(self, cluster: str) -> int:
+        return self.headroom.get(cluster, self.default_headroom)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything decide() may look at, as of one instant."""
+
+    clusters: tuple[Cluster, ...]
+    nodes: tuple[Node, ...]
+    rates: Mapping[str, Micro]
+    """Credit-microunits per GPU-hour for each GPU type (H100 1.0 credit → 1_000_000)."""
+    budgets: tuple[Budget, ...]
+    accounts: Mapping[str, Account]
+    jobs: tuple[Job, ...]
+    windows: tuple[CapacityWindow, ...] = ()
+    reservations: tuple[Reservation, ...] = ()
+    policy: PolicyConfig = field(default_factory=PolicyConfig)

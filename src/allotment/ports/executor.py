@@ -1,0 +1,70 @@
+"""The Executor port: how the engine makes decisions real and hears what happened.
+
+Owns: the Executor Protocol, the launch specification handed to it and the events it reports.
+Must not: decide anything. Executors start exactly what they are told, where they are told, and report back.
+
+Contract every executor keeps:
+- launch() is idempotent per (job_id, attempt): launching an attempt that is already running or has finished is a
+  no-op, so the engine can re-send intents after a crash.
+- terminate() sends SIGTERM (or the engine's equivalent) now and SIGKILL after `grace` seconds; repeating it does not
+  restart the grace period.
+- poll() returns each event once (started, exited with its code, lost with its node); after a restart of the engine
+  an executor rebuilds what it knows from its own durable state, and alive() tells which attempts still run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Protocol
+
+from allotment.core.model import Allocation
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchSpec:
+    job_id: str
+    attempt: int
+    """0 for the first run, then 1, 2, … after each requeue (the restart count)."""
+    command: tuple[str, ...]
+    """An argument vector: never passed through a shell."""
+    placement: tuple[Allocation, ...]
+    budget: str
+    user: str
+    kind: str
+    grace: int
+    slice_end: int | None
+    env: Mapping[str, str] = field(default_factory=dict)
+    workdir: str | None = None
+    image: str | None = None
+
+
+class EventKind(StrEnum):
+    STARTED = "started"
+    EXITED = "exited"
+    LOST = "lost"  # the node or the process vanished; the job did not exit by itself
+    ATTACHED = "attached"  # sessions: a client attached
+    DETACHED = "detached"  # sessions: the last client detached
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorEvent:
+    job_id: str
+    attempt: int
+    kind: EventKind
+    at: int
+    exit_code: int | None = None
+    detail: str = ""
+
+
+class Executor(Protocol):
+    def launch(self, spec: LaunchSpec) -> None: ...
+
+    def terminate(self, job_id: str, attempt: int, grace: int) -> None: ...
+
+    def poll(self) -> list[ExecutorEvent]: ...
+
+    def alive(self) -> Mapping[str, int]:
+        """job_id → attempt for every attempt this executor believes is still running."""
+        ...
