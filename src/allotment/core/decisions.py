@@ -45,6 +45,8 @@ class Start:
     slice_end: Seconds | None
     rule: str
     """The rule that started it, for the record (e.g. "fair-share", "session", "reservation", "backfill")."""
+    backfill_for: str | None = None
+    """Set when it was placed on GPUs claimed by another job's planned start: it gives way to that plan."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +82,8 @@ class Reserve:
     nodes: tuple[tuple[str, int], ...]
     planned_start: Seconds
     kind: ReservationKind
+    since: Seconds
+    """When the reservation was first made (kept across cycles)."""
 
 
 class Blocker(StrEnum):

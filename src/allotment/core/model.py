@@ -133,6 +133,8 @@ class Run:
     preemption: Preemption | None = None
     idle_since: Seconds | None = None
     """Sessions: when the last client detached (None while someone is attached)."""
+    backfill_for: str | None = None
+    """The job whose planned start this run was placed around (backfill): it gives way to that plan."""
 
     @property
     def gpu_count(self) -> int:
@@ -212,6 +214,8 @@ class Reservation:
     """(node, GPU count) pairs."""
     planned_start: Seconds
     kind: ReservationKind
+    since: Seconds = 0
+    """When the reservation was first made: work started after it was placed under its plan."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +235,8 @@ class PolicyConfig:
     opportunistic_price: int = 400
     session_price: int = FULL_PRICE
     usage_half_life: Seconds = 7 * 24 * 3600
+    starvation_after: Seconds = 24 * 3600
+    """A job waiting this long out-ranks every other budget's slice renewals on the GPUs of its planned start."""
     max_reservations: int = 100
     """Upper bound on planned-start reservations per cycle (one per budget at most)."""
 

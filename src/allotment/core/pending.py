@@ -1,0 +1,282 @@
+"""Cycle steps over pending work, in the order the policy serves it.
+
+Owns the rules
+- `reserved-first`: jobs holding a reservation start on their reserved GPUs as soon as those are free;
+- `sessions-first`: sessions within the session limits go before all batch work and may take opportunistic or
+  slice-expired work (promise 9);
+- `window-claims`: during a capacity window its budget's jobs come next on the window's pool, up to the window size;
+- `fair-share-order`: then budgets in hierarchical fair-share order (fairshare.py), and inside one budget its jobs by
+  priority, then age — so a priority set on budget A can only reorder A's own jobs (promise 3); a job that fits in
+  free GPUs starts (promise 5); a guaranteed job may take opportunistic work, and slice-expired work when its budget
+  is below its fair share; a budget's first funded job that still waits gets a planned start (promise 8);
+- `headroom-refill`: session headroom is refilled by preempting opportunistic or slice-expired work.
+
+Must not: preempt work inside its slice (the victim rules in preemption.py never offer it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from allotment.core.admission import (
+    Terms,
+    final_slice_end,
+    headroom_filter,
+    place_by_preemption,
+    place_free,
+    start_free,
+    terms,
+)
+from allotment.core.capacity import Occupant
+from allotment.core.decisions import Blocker, PreemptReason, Reserve
+from allotment.core.fairshare import credits_per_hour
+from allotment.core.model import Job, JobKind, ReservationKind, RunClass
+from allotment.core.placement import Placement
+from allotment.core.preemption import (
+    expired_yields_to_under_share,
+    opportunistic_yields,
+    session_takes,
+    window_reclaims,
+)
+from allotment.core.reservations import claim, earliest_on_node, plan_start
+from allotment.core.running import due_victims, reservation_reserve
+from allotment.core.state import Carried, CycleState
+
+
+def _job_order(job: Job) -> tuple[int, int, str]:
+    return (-job.priority, job.submitted_at, job.id)
+
+
+def reserved_first(st: CycleState, carried: list[Carried]) -> None:
+    for c in carried:
+        job = c.job
+        for idx, _ in c.nodes:
+            st.cap.nodes[idx].claim = None
+        t = terms(st, job)
+        if t.blocker is not None or c.pool not in t.pools:
+            st.blockers[job.id] = t.blocker or Blocker.CAPACITY
+            continue
+        if all(len(st.cap.nodes[i].free) >= g for i, g in c.nodes):
+            placement = Placement(c.pool, c.nodes)
+            st.start(job, placement, t.run_class, final_slice_end(st, job, t, placement), "reservation")
+            continue
+        yields = st.yields_to(job)
+        planned = max((earliest_on_node(st.cap.nodes[i], g, st.now, yields) or st.now) for i, g in c.nodes)
+        claim(st.cap, job.id, c.nodes, planned, yields)
+        for idx, need in c.nodes:
+            for occ in due_victims(st, st.cap.nodes[idx], need, planned):
+                st.preempt(occ.job, PreemptReason.RESERVATION, job.id)
+        planned = max((earliest_on_node(st.cap.nodes[i], g, st.now, yields) or st.now) for i, g in c.nodes)
+        claim(st.cap, job.id, c.nodes, planned, yields)
+        reservation_reserve(st, c, planned)
+        if c.reservation.kind is ReservationKind.PLANNED:
+            st.planned_budgets.add(job.budget)
+
+
+def sessions_first(st: CycleState) -> None:
+    pol = st.pol
+    pending = sorted(
+        (j for j in st.snap.jobs if j.run is None and j.kind is JobKind.SESSION and _open(st, j)),
+        key=lambda j: (j.submitted_at, j.id),
+    )
+    for job in pending:
+        if job.total_gpus > pol.session_max_gpus or job.slice_seconds > pol.session_max_length:
+            st.blockers[job.id] = Blocker.SESSION_LIMIT
+            continue
+        if st.sessions_of.get(job.user, 0) >= pol.session_max_per_user:
+            st.blockers[job.id] = Blocker.SESSION_LIMIT
+            continue
+        if st.within_limits(job, job.total_gpus) is not None:
+            st.blockers[job.id] = Blocker.LIMIT
+            continue
+        t = terms(st, job)
+        if t.blocker is not None:
+            st.blockers[job.id] = t.blocker
+            continue
+        placement = place_free(st, job, t)
+        if placement is not None:
+            start_free(st, job, t, placement, "session")
+            continue
+        if not place_by_preemption(st, job, t, lambda o: session_takes(o, st.now)):
+            st.blockers[job.id] = Blocker.CAPACITY
+
+
+def window_claims(st: CycleState) -> None:
+    for w in st.windows.active_windows():
+        pool = (w.cluster, w.gpu_type)
+        held = 0
+        for idx in st.cap.pools.get(pool, ()):
+            for occ in st.cap.nodes[idx].occupants:
+                if occ.job.budget == w.budget and not occ.leaving:
+                    held += occ.gpus
+        held += sum(
+            len(a.gpus)
+            for s in st.starts
+            if st.jobs[s.job_id].budget == w.budget
+            for a in s.placement
+            if st.node_pool.get(a.node) == pool
+        )
+        mine = sorted(
+            (
+                j
+                for j in st.snap.jobs
+                if j.run is None and j.budget == w.budget and j.kind is JobKind.BATCH and _open(st, j)
+            ),
+            key=_job_order,
+        )
+        for job in mine:
+            if held >= w.gpus:
+                break
+            t = terms(st, job, ignore_windows_of=w.budget)
+            if t.blocker is not None or pool not in t.pools or t.run_class is RunClass.OPPORTUNISTIC:
+                continue
+            need = job.total_gpus
+            if held + need > w.gpus or st.within_limits(job, need) is not None:
+                continue
+            pinned = Terms(t.run_class, (pool,), (t.slice_end(pool),), None)
+            placement = place_free(st, job, pinned, ignore_headroom=True)
+            if placement is not None:
+                start_free(st, job, pinned, placement, "capacity-window")
+                held += placement.gpus
+            elif place_by_preemption(st, job, pinned, _reclaim_for(w.budget), ignore_headroom=True):
+                held += need
+
+
+def _reclaim_for(owner: str) -> Callable[[Occupant], PreemptReason | None]:
+    def rule(occ: Occupant) -> PreemptReason | None:
+        return window_reclaims(occ, owner)
+
+    return rule
+
+
+def fair_share_order(st: CycleState) -> None:
+    queues: dict[str, list[Job]] = {}
+    for job in st.snap.jobs:
+        if job.run is None and job.kind is JobKind.BATCH and _open(st, job):
+            if job.budget not in st.leaves:
+                st.blockers[job.id] = Blocker.FUNDS
+                continue
+            queues.setdefault(job.budget, []).append(job)
+    for q in queues.values():
+        q.sort(key=_job_order)
+    pos = dict.fromkeys(queues, 0)
+    for name in queues:
+        st.fs.set_open(name, True)
+    free_failed: set[tuple[object, ...]] = set()
+    preempt_failed: set[tuple[object, ...]] = set()
+    while (b := st.fs.pick()) is not None:
+        q = queues[b]
+        while pos[b] < len(q):
+            job = q[pos[b]]
+            pos[b] += 1
+            if _consider(st, job, free_failed, preempt_failed):
+                break
+        if pos[b] >= len(q):
+            st.fs.set_open(b, False)
+
+
+def _consider(
+    st: CycleState, job: Job, free_failed: set[tuple[object, ...]], preempt_failed: set[tuple[object, ...]]
+) -> bool:
+    """Try to start (or reserve GPUs for) one job; True when the budget's usage changed."""
+    if st.within_limits(job, job.total_gpus) is not None:
+        st.blockers[job.id] = Blocker.LIMIT
+        return False
+    t = terms(st, job)
+    if t.blocker is not None:
+        st.blockers[job.id] = t.blocker
+        return False
+    key: tuple[object, ...] = (
+        job.gpus,
+        job.replicas,
+        t.pools,
+        t.slice_ends,
+        t.run_class,
+        st.grace(job),
+        st.quick(job),
+    )
+    if key not in free_failed:
+        placement = place_free(st, job, t)
+        if placement is not None:
+            start_free(st, job, t, placement, "fair-share")
+            return True
+        free_failed.add(key)
+    if t.run_class is not RunClass.GUARANTEED:
+        st.blockers[job.id] = Blocker.CAPACITY
+        return False
+    below = st.fs.standing(job.budget) < 1.0
+    pkey = (*key, job.budget if below else None)
+    if pkey not in preempt_failed:
+        if place_by_preemption(st, job, t, _guaranteed_victims(st, job, t, below)):
+            return True
+        preempt_failed.add(pkey)
+    if job.budget not in st.planned_budgets and len(st.planned_budgets) < st.pol.max_reservations:
+        st.planned_budgets.add(job.budget)
+        yields = st.yields_to(job)
+        ok = headroom_filter(st, job, t)
+        plan = plan_start(job, t.pools, st.cap, st.topology, st.now, yields, lambda c, g: not ok(c, g))
+        if plan is not None:
+            claim(st.cap, job.id, plan.nodes, plan.planned_start, yields)
+            names = tuple((st.cap.nodes[i].node.name, g) for i, g in plan.nodes)
+            st.reserves.append(Reserve(job.id, names, plan.planned_start, ReservationKind.PLANNED, st.now))
+            st.reserved.add(job.id)
+            return False
+    st.blockers[job.id] = Blocker.CAPACITY
+    return False
+
+
+def _guaranteed_victims(st: CycleState, job: Job, t: Terms, below: bool) -> Callable[[Occupant], PreemptReason | None]:
+    rate = min(st.rate(p) for p in t.pools)
+    after = st.fs.standing_after(job.budget, credits_per_hour(job.total_gpus, rate)) if below else 0.0
+    losses: dict[tuple[str, int], float] = {}
+
+    def loss(occ: Occupant) -> float:
+        run = occ.job.run
+        gpus = 0 if run is None else run.gpu_count
+        k = (occ.job.budget, gpus)
+        if k not in losses:
+            losses[k] = st.fs.standing_after(occ.job.budget, -credits_per_hour(gpus, st.rate_of_run(occ.job)))
+        return losses[k]
+
+    def rule(occ: Occupant) -> PreemptReason | None:
+        found = opportunistic_yields(occ, PreemptReason.FOR_GUARANTEED)
+        if found is None and below:
+            found = expired_yields_to_under_share(occ, st.now, job.budget, after, loss)
+        return found
+
+    return rule
+
+
+def headroom_refill(st: CycleState) -> None:
+    clusters = sorted({s.node.cluster for s in st.cap.nodes})
+    for cluster in clusters:
+        want = st.pol.headroom_for(cluster)
+        if want <= 0:
+            continue
+        slots = [s for s in st.cap.nodes if s.node.cluster == cluster and s.accepts]
+        coming = sum(o.gpus for s in slots if s.claim is None for o in s.occupants if o.leaving)
+        deficit = want - st.cap.quick_free.get(cluster, 0) - coming
+        if deficit <= 0:
+            continue
+        cands = [
+            (s, o)
+            for s in slots
+            if s.claim is None
+            for o in s.occupants
+            if o.preemptible and o.job.id not in st.preempted and session_takes(o, st.now) is not None
+        ]
+        cands.sort(key=lambda so: (-len(so[0].free), so[1].gpus, _progress(st, so[1]), so[1].job.id))
+        for _, occ in cands:
+            if deficit <= 0:
+                break
+            st.preempt(occ.job, PreemptReason.HEADROOM, None)
+            deficit -= occ.gpus
+
+
+def _progress(st: CycleState, occ: Occupant) -> int:
+    run = occ.job.run
+    return 0 if run is None else st.now - run.started_at
+
+
+def _open(st: CycleState, job: Job) -> bool:
+    return job.id not in st.started and job.id not in st.reserved and job.id not in st.blockers

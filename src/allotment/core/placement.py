@@ -1,0 +1,137 @@
+"""Gang placement (rule `gang-placement`, docs/policy.md §3): where a job's GPUs go.
+
+Owns: the pools a job may use in preference order, how many nodes a gang needs, best-fit packing of single-node jobs
+(the fullest node that still fits, so whole nodes stay free for gangs), and the choice of k whole nodes in the
+tightest topology block (rack, then block, then the cluster) for multi-node gangs.
+
+Must not: decide whether a job may start (funds, order, headroom, reservations) beyond the per-node and per-cluster
+filters it is given, and must not change capacity (the cycle takes the GPUs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from allotment.core.capacity import Capacity, NodeSlot, Pool
+from allotment.core.model import Job, Micro
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    pool: Pool
+    nodes: tuple[tuple[int, int], ...]
+    """(node index, GPUs on that node)."""
+
+    @property
+    def gpus(self) -> int:
+        return sum(g for _, g in self.nodes)
+
+
+NodeFilter = Callable[[NodeSlot, int], bool]
+ClusterFilter = Callable[[str, int], bool]
+
+
+def pools_for(job: Job, capacity: Capacity, rates: Mapping[str, Micro]) -> list[Pool]:
+    """The pools the job allows, in its own preference order (the order it lists GPU types and clusters in);
+    when it names no GPU type, cheaper types come first."""
+    type_rank = {t: i for i, t in enumerate(job.gpu_types)}
+    cluster_rank = {c: i for i, c in enumerate(job.clusters)}
+    pools = [
+        p
+        for p in capacity.pools
+        if (not job.gpu_types or p[1] in type_rank) and (not job.clusters or p[0] in cluster_rank)
+    ]
+    pools.sort(key=lambda p: (type_rank.get(p[1], rates.get(p[1], 0)), cluster_rank.get(p[0], 0), p))
+    return pools
+
+
+def node_size(capacity: Capacity, pool: Pool) -> int:
+    return max((capacity.nodes[i].node.gpus for i in capacity.pools.get(pool, ())), default=0)
+
+
+def nodes_needed(job: Job, size: int) -> int:
+    """Nodes a gang needs on nodes of `size` GPUs: one if the whole gang fits on one node, else whole nodes holding
+    as many replicas each as fit. 0 when a single replica is larger than a node (it can never run there)."""
+    if size <= 0 or job.gpus > size or job.gpus <= 0:
+        return 0
+    if job.total_gpus <= size:
+        return 1
+    per_node = size // job.gpus
+    return -(-job.replicas // per_node)
+
+
+def gpus_held(job: Job, size: int) -> int:
+    """GPUs the job holds on nodes of `size` GPUs: its own count on one node, whole nodes for multi-node gangs."""
+    k = nodes_needed(job, size)
+    return job.total_gpus if k <= 1 else k * size
+
+
+def find_free(
+    job: Job,
+    pools: Sequence[Pool],
+    capacity: Capacity,
+    node_ok: NodeFilter,
+    cluster_ok: ClusterFilter,
+    topology: Mapping[str, tuple[str, ...]],
+) -> Placement | None:
+    """Place the whole gang in free GPUs of one pool, or return None (promise 7: whole, in one cluster, or not)."""
+    for pool in pools:
+        size = node_size(capacity, pool)
+        k = nodes_needed(job, size)
+        if k == 0:
+            continue
+        if k == 1:
+            need = job.total_gpus
+            if not cluster_ok(pool[0], need):
+                continue
+            for idx in capacity.nodes_with_free(pool, need):
+                if node_ok(capacity.nodes[idx], need):
+                    return Placement(pool, ((idx, need),))
+            continue
+        if not cluster_ok(pool[0], k * size):
+            continue
+        whole = [
+            (idx, 0.0)
+            for idx in capacity.nodes_with_free(pool, size)
+            if capacity.nodes[idx].node.gpus == size and node_ok(capacity.nodes[idx], size)
+        ]
+        chosen = choose_block(whole, k, capacity, topology.get(pool[0], ()))
+        if chosen is not None:
+            return Placement(pool, tuple((idx, size) for idx in chosen))
+    return None
+
+
+def choose_block(
+    candidates: list[tuple[int, float]],
+    k: int,
+    capacity: Capacity,
+    levels: tuple[str, ...],
+    by_kth: bool = False,
+) -> list[int] | None:
+    """Choose k nodes from (node index, cost) candidates: the tightest topology level at which some group holds k
+    candidates, and in it the group with the lowest cost (sum of its k cheapest, or the k-th cheapest when `by_kth`,
+    as for a planned start), then the fewest spare candidates (best fit), then the group name. Ties between levels
+    go to the tighter level only when its cost is as good as the whole cluster's."""
+    if len(candidates) < k:
+        return None
+    ordered = sorted(candidates, key=lambda c: (c[1], c[0]))
+
+    def score(group: list[tuple[int, float]]) -> float:
+        best = group[:k]
+        return best[-1][1] if by_kth else sum(c for _, c in best)
+
+    overall = score(ordered)
+    for level in levels:
+        groups: dict[str, list[tuple[int, float]]] = {}
+        for cand in ordered:
+            label = capacity.nodes[cand[0]].node.label(level)
+            if label is not None:
+                groups.setdefault(label, []).append(cand)
+        fitting = [(score(g), len(g), name, g) for name, g in groups.items() if len(g) >= k]
+        if not fitting:
+            continue
+        best_score, _, _, group = min(fitting, key=lambda f: (f[0], f[1], f[2]))
+        if best_score <= overall:
+            return sorted(idx for idx, _ in group[:k])
+    return sorted(idx for idx, _ in ordered[:k])

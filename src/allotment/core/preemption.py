@@ -1,0 +1,156 @@
+"""Preemption rules (docs/policy.md §5), each a named pure function, and victim selection.
+
+Owns: which running work a preemptor may take and why (`never_inside_slice`, `opportunistic_yields`,
+`expired_yields_to_under_share`, `window_reclaims`, `reservation_claims`), the choice of victims on a node (fewest
+GPUs, then least lost progress), and the cost of emptying a node for a gang.
+
+Must not: emit decisions or change capacity; the cycle does that after checking that the preemptor can then start
+(`never a preemption that does not let the preemptor start`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from allotment.core.capacity import NodeSlot, Occupant
+from allotment.core.decisions import PreemptReason
+from allotment.core.model import Job, Seconds
+
+VictimTest = Callable[[Occupant], PreemptReason | None]
+
+
+def never_inside_slice(occ: Occupant) -> bool:
+    """Promise 1: a job inside its run slice, or already leaving, is never chosen as a victim."""
+    return occ.preemptible
+
+
+def is_opportunistic_work(job: Job) -> bool:
+    """Work that never held a slice in this run: opportunistic jobs and guaranteed jobs running on fallback."""
+    return job.run is not None and job.run.slice_end is None
+
+
+def is_slice_expired(job: Job, now: Seconds) -> bool:
+    """Guaranteed work whose slice ended without renewal: it runs on, preemptible."""
+    return job.run is not None and job.run.slice_end is not None and job.run.slice_end <= now
+
+
+def opportunistic_yields(occ: Occupant, reason: PreemptReason) -> PreemptReason | None:
+    """Opportunistic work yields to any guaranteed job or session that needs its GPUs."""
+    if never_inside_slice(occ) and is_opportunistic_work(occ.job):
+        return reason
+    return None
+
+
+def expired_yields_to_under_share(
+    occ: Occupant,
+    now: Seconds,
+    preemptor_budget: str,
+    preemptor_after: float,
+    standing_after_loss: Callable[[Occupant], float],
+) -> PreemptReason | None:
+    """Slice-expired work is taken only when the preemptor's budget is below its fair share (checked by the caller
+    before asking), the victim's budget stays at or above its own share after losing the job, and the preemptor
+    stays below the victim after gaining — strict progress, so two budgets can never preempt each other in a loop."""
+    if not never_inside_slice(occ) or not is_slice_expired(occ.job, now):
+        return None
+    if occ.job.budget == preemptor_budget:
+        return None
+    after = standing_after_loss(occ)
+    if after >= 1.0 and preemptor_after < after:
+        return PreemptReason.FAIR_SHARE
+    return None
+
+
+def session_takes(occ: Occupant, now: Seconds) -> PreemptReason | None:
+    """A session within the limits may take opportunistic or slice-expired work (promise 9)."""
+    if never_inside_slice(occ) and (is_opportunistic_work(occ.job) or is_slice_expired(occ.job, now)):
+        return PreemptReason.FOR_SESSION
+    return None
+
+
+def window_reclaims(occ: Occupant, window_budget: str) -> PreemptReason | None:
+    """During a capacity window its budget reclaims the pool from any other budget's preemptible work."""
+    if never_inside_slice(occ) and occ.job.budget != window_budget:
+        return PreemptReason.WINDOW
+    return None
+
+
+def reservation_claims(occ: Occupant) -> PreemptReason | None:
+    """A planned start takes the preemptible work on the GPUs it reserved, once it is due."""
+    return PreemptReason.RESERVATION if never_inside_slice(occ) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Victims:
+    occupants: tuple[Occupant, ...]
+    reasons: tuple[PreemptReason, ...]
+    gpus: int
+    lost: int
+    """Seconds of progress the victims lose (time since each started its current run)."""
+    ready_at: Seconds
+    """When the GPUs will be free: the latest kill deadline among victims and leaving occupants counted."""
+
+    @property
+    def cost(self) -> tuple[int, int]:
+        return (self.gpus, self.lost)
+
+
+def victims_on_node(
+    slot: NodeSlot, need: int, now: Seconds, test: VictimTest, grace: Callable[[Job], int]
+) -> Victims | None:
+    """The victims that free `need` GPUs on this node, counting free GPUs and work already leaving first, then
+    preferring the fewest GPUs and the least lost progress. None when the node cannot be freed for the preemptor."""
+    have = len(slot.free)
+    ready = now
+    for occ in slot.occupants:
+        if occ.leaving:
+            have += occ.gpus
+            ready = max(ready, occ.leave)
+    if have >= need:
+        return Victims((), (), 0, 0, ready)
+    eligible: list[tuple[Occupant, PreemptReason]] = []
+    for occ in slot.occupants:
+        if occ.leaving:
+            continue
+        reason = test(occ)
+        if reason is not None:
+            eligible.append((occ, reason))
+    if have + sum(o.gpus for o, _ in eligible) < need:
+        return None
+    deficit = need - have
+    # one victim large enough, smallest and freshest first
+    singles = sorted((o for o in eligible if o[0].gpus >= deficit), key=lambda o: _victim_key(o[0], now))
+    if singles:
+        chosen = [singles[0]]
+    else:
+        chosen = []
+        got = 0
+        for cand in sorted(eligible, key=lambda o: (-o[0].gpus, _progress(o[0], now), o[0].job.id)):
+            chosen.append(cand)
+            got += cand[0].gpus
+            if got >= deficit:
+                break
+        # drop any victim the others already cover, largest first
+        for cand in sorted(chosen, key=lambda o: -o[0].gpus):
+            if got - cand[0].gpus >= deficit:
+                chosen.remove(cand)
+                got -= cand[0].gpus
+    for occ, _ in chosen:
+        ready = max(ready, now + grace(occ.job))
+    return Victims(
+        tuple(o for o, _ in chosen),
+        tuple(r for _, r in chosen),
+        sum(o.gpus for o, _ in chosen),
+        sum(_progress(o, now) for o, _ in chosen),
+        ready,
+    )
+
+
+def _progress(occ: Occupant, now: Seconds) -> int:
+    run = occ.job.run
+    return 0 if run is None else max(0, now - run.started_at)
+
+
+def _victim_key(occ: Occupant, now: Seconds) -> tuple[int, int, str]:
+    return (occ.gpus, _progress(occ, now), occ.job.id)

@@ -1,0 +1,237 @@
+"""Why each pending job waits, in numbers (promise 10, rule `explain-waiting`).
+
+Owns: turning a blocker into a WaitReason — a message with the numbers behind it (GPUs needed and free, budget money
+and commitments, limits), an estimated start (the planned start when the job holds a reservation, otherwise the
+earliest time its gang could fit given known slice ends: a lower bound), and hints: fewer GPUs, a shorter slice,
+another cluster or GPU type, running opportunistically. Results are cached per job shape within a cycle.
+
+Must not: change the cycle's state.
+"""
+
+from __future__ import annotations
+
+from allotment.core.capacity import Pool
+from allotment.core.decisions import Blocker, Hint, HintKind, Reserve, WaitReason
+from allotment.core.model import Job, JobKind, ReservationKind, RunClass, Seconds
+from allotment.core.placement import gpus_held, node_size, nodes_needed
+from allotment.core.reservations import earliest_on_node
+from allotment.core.state import CycleState
+from allotment.core.units import cost
+
+
+def _credits(micro: int) -> str:
+    return f"{micro / 1_000_000:,.1f}"
+
+
+def _dur(seconds: int) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{max(seconds, 0) // 60} min"
+
+
+class Explainer:
+    def __init__(self, st: CycleState) -> None:
+        self.st = st
+        self._fit: dict[tuple[object, ...], tuple[int, Seconds | None, bool, bool]] = {}
+        self._hints: dict[tuple[object, ...], tuple[Hint, ...]] = {}
+        self._reserves: dict[str, Reserve] = {r.job_id: r for r in st.reserves}
+
+    def explain(self, job: Job) -> WaitReason:
+        st = self.st
+        pools = tuple(st.pools(job))
+        need = job.total_gpus
+        free, earliest, fits_unclaimed, fits_claimed = self._fit_info(job, pools)
+        res = self._reserves.get(job.id)
+        if res is not None:
+            nodes = ", ".join(n for n, _ in res.nodes[:4]) + (" …" if len(res.nodes) > 4 else "")
+            if res.kind is ReservationKind.PREEMPTION:
+                return WaitReason(
+                    Blocker.WAITING_FOR_GRACE,
+                    f"GPUs on {nodes} are being freed for it; the work there leaves by its grace period",
+                    need,
+                    free,
+                    res.planned_start,
+                )
+            return WaitReason(
+                Blocker.CAPACITY,
+                f"planned start in {_dur(res.planned_start - st.now)} on {nodes}, when running slices there end; "
+                f"{free} GPUs free now in its pools, it needs {need}",
+                need,
+                free,
+                res.planned_start,
+                self._hints_for(job, pools, Blocker.CAPACITY),
+            )
+        blocker = st.blockers.get(job.id, Blocker.CAPACITY)
+        if blocker is Blocker.CAPACITY and fits_unclaimed:
+            blocker = Blocker.HEADROOM
+        elif blocker is Blocker.CAPACITY and fits_claimed:
+            blocker = Blocker.RESERVED
+        message = self._message(job, blocker, pools, free)
+        est = earliest if blocker not in (Blocker.FUNDS, Blocker.NO_POOL, Blocker.LIMIT) else None
+        return WaitReason(blocker, message, need, free, est, self._hints_for(job, pools, blocker))
+
+    # -- numbers -----------------------------------------------------------------------------------------------
+    def _fit_info(self, job: Job, pools: tuple[Pool, ...]) -> tuple[int, Seconds | None, bool, bool]:
+        """(free GPUs in the pools, earliest fit from known leave times, fits now ignoring headroom on an
+        unclaimed node, fits now only on nodes a reservation claims)."""
+        key = (pools, job.gpus, job.replicas)
+        hit = self._fit.get(key)
+        if hit is not None:
+            return hit
+        st = self.st
+        free = st.cap.free_in_pools(list(pools))
+        earliest: Seconds | None = None
+        unclaimed = claimed = False
+        for pool in pools:
+            size = node_size(st.cap, pool)
+            k = nodes_needed(job, size)
+            if k == 0:
+                continue
+            need = job.total_gpus if k == 1 else size
+            times: list[Seconds] = []
+            fit_u = fit_c = 0
+            for idx in st.cap.pools.get(pool, ()):
+                slot = st.cap.nodes[idx]
+                if not slot.accepts or slot.node.gpus < need:
+                    continue
+                t = earliest_on_node(slot, need, st.now)
+                if t is not None:
+                    times.append(t)
+                if len(slot.free) >= need:
+                    if slot.claim is None:
+                        fit_u += 1
+                    else:
+                        fit_c += 1
+            if len(times) >= k:
+                times.sort()
+                t_pool = times[k - 1]
+                earliest = t_pool if earliest is None else min(earliest, t_pool)
+            unclaimed = unclaimed or fit_u >= k
+            claimed = claimed or (fit_u + fit_c >= k and fit_u < k)
+        out = (free, earliest, unclaimed, claimed)
+        self._fit[key] = out
+        return out
+
+    def _message(self, job: Job, blocker: Blocker, pools: tuple[Pool, ...], free: int) -> str:
+        st = self.st
+        need = job.total_gpus
+        shape = f"{job.replicas}×{job.gpus} GPUs" if job.replicas > 1 else f"{need} GPU{'s' if need != 1 else ''}"
+        if blocker is Blocker.FUNDS:
+            if job.budget not in st.leaves:
+                return f"budget {job.budget} is not a leaf budget: only leaf budgets pay for jobs"
+            avail = st.available(job.budget)
+            pool = min(pools, key=st.rate) if pools else None
+            price = "unknown"
+            if pool is not None:
+                held = gpus_held(job, node_size(st.cap, pool))
+                price = _credits(st.slice_cost(job, held, pool, st.slice_length(job)))
+            return (
+                f"budget {job.budget} has {_credits(avail)} credits not yet promised to running slices; "
+                f"a {_dur(st.slice_length(job))} slice of {shape} costs {price}"
+            )
+        if blocker is Blocker.LIMIT:
+            for name in st.fs.ancestors(job.budget):
+                limit = st.budgets[name].max_gpus
+                if limit is not None and st.held.get(name, 0) + need > limit:
+                    return f"budget {name} holds {st.held.get(name, 0)} GPUs of its limit of {limit}; this needs {need}"
+            return f"a budget GPU limit; this needs {need}"
+        if blocker is Blocker.SESSION_LIMIT:
+            pol = st.pol
+            if need > pol.session_max_gpus or job.slice_seconds > pol.session_max_length:
+                return (
+                    f"sessions are limited to {pol.session_max_gpus} GPUs and {_dur(pol.session_max_length)}; "
+                    f"this asks {need} GPUs for {_dur(job.slice_seconds)}"
+                )
+            return (
+                f"user {job.user} already has {st.sessions_of.get(job.user, 0)} of {pol.session_max_per_user} sessions"
+            )
+        if blocker is Blocker.NO_POOL:
+            return f"no ready node of an allowed GPU type and cluster can hold {shape}"
+        if blocker is Blocker.WINDOW:
+            owners = sorted(
+                {w.budget for p in st.pools(job) for w in st.windows.windows_on(p) if w.budget != job.budget}
+            )
+            return f"its pools are booked by capacity windows of {', '.join(owners) or 'another budget'}"
+        if blocker is Blocker.HEADROOM:
+            return f"{free} GPUs are free in its pools but they are session headroom; it needs {shape}"
+        if blocker is Blocker.RESERVED:
+            return f"free GPUs that fit {shape} are reserved for planned starts of other jobs"
+        standing = st.fs.standing(job.budget)
+        return (
+            f"needs {shape}; {free} GPUs free in its pools, none of them on enough nodes; "
+            f"budget {job.budget} stands at {standing:.2f}× its fair share"
+        )
+
+    # -- hints -------------------------------------------------------------------------------------------------
+    def _hints_for(self, job: Job, pools: tuple[Pool, ...], blocker: Blocker) -> tuple[Hint, ...]:
+        key = (
+            pools,
+            job.gpus,
+            job.replicas,
+            blocker,
+            job.budget if blocker is Blocker.FUNDS else None,
+            job.slice_seconds,
+            job.fallback_opportunistic,
+        )
+        hit = self._hints.get(key)
+        if hit is None:
+            hit = tuple(self._compute_hints(job, pools, blocker))
+            self._hints[key] = hit
+        return hit
+
+    def _compute_hints(self, job: Job, pools: tuple[Pool, ...], blocker: Blocker) -> list[Hint]:
+        st = self.st
+        now = st.now
+        hints: list[Hint] = []
+        if blocker in (Blocker.CAPACITY, Blocker.RESERVED, Blocker.HEADROOM, Blocker.WINDOW):
+            best = 0
+            for pool in pools:
+                size = node_size(st.cap, pool)
+                if nodes_needed(job, size) == 1:
+                    best = max(best, min(st.cap.max_free_in_pool(pool), job.total_gpus - 1))
+                else:
+                    whole = len(st.cap.nodes_with_free(pool, size))
+                    best = max(best, min(whole * size, job.total_gpus - 1))
+            if 0 < best < job.total_gpus:
+                hints.append(Hint(HintKind.FEWER_GPUS, f"with {best} GPUs it could start now", now))
+            allowed = set(pools)
+            for pool in st.cap.pools:
+                if pool in allowed:
+                    continue
+                size = node_size(st.cap, pool)
+                k = nodes_needed(job, size)
+                if (k == 1 and st.cap.max_free_in_pool(pool) >= job.total_gpus) or (
+                    k > 1 and len(st.cap.nodes_with_free(pool, size)) >= k
+                ):
+                    hints.append(Hint(HintKind.OTHER_POOL, f"cluster {pool[0]} ({pool[1]}) has room now", now))
+                    break
+        if blocker is Blocker.RESERVED and job.kind is JobKind.BATCH:
+            grace = st.grace(job)
+            longest = 0
+            for pool in pools:
+                for idx in st.cap.pools.get(pool, ()):
+                    slot = st.cap.nodes[idx]
+                    if slot.claim is not None and len(slot.free) >= job.total_gpus:
+                        longest = max(longest, slot.claim.planned_start - grace - now)
+            if longest > 0:
+                hints.append(Hint(HintKind.SHORTER_SLICE, f"a slice of at most {_dur(longest)} would start now", now))
+        if blocker is Blocker.FUNDS and pools:
+            pool = min(pools, key=st.rate)
+            held = gpus_held(job, node_size(st.cap, pool))
+            per_hour = cost(held, st.rate(pool), st.price(job, RunClass.GUARANTEED), 3600)
+            avail = st.available(job.budget)
+            if per_hour > 0 and avail > 0:
+                affordable = avail * 3600 // per_hour
+                if affordable >= st.pol.min_slice:
+                    hints.append(
+                        Hint(HintKind.SHORTER_SLICE, f"a slice of {_dur(int(affordable))} is affordable", None)
+                    )
+            if not job.fallback_opportunistic and job.kind is JobKind.BATCH:
+                hints.append(
+                    Hint(
+                        HintKind.OPPORTUNISTIC,
+                        "accept running opportunistically (preemptible, discounted)",
+                        None,
+                    )
+                )
+        return hints

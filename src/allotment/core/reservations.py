@@ -1,0 +1,157 @@
+"""Planned starts (rule `planned-start`, docs/policy.md §8): reservations built from known slice ends.
+
+Owns: when a node could hold `need` GPUs (its occupants' leave times: slice end + grace for work inside a slice,
+the kill deadline for work already leaving, now + grace for preemptible work), the choice of nodes and planned start
+for a job that cannot start now, claims on reserved nodes, and the backfill test that keeps later work from delaying
+a planned start (`backfill_cannot_delay`).
+
+Must not: emit decisions or take GPUs; the cycle does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from allotment.core.capacity import Capacity, Claim, NodeSlot, Occupant, Pool
+from allotment.core.model import Job, Seconds
+from allotment.core.placement import choose_block, node_size, nodes_needed
+
+Yields = Callable[[Occupant], bool]
+
+
+def everyone_yields(occ: Occupant) -> bool:
+    return True
+
+
+def earliest_on_node(
+    slot: NodeSlot, need: int, now: Seconds, yields: Yields = everyone_yields, free_counts: bool = True
+) -> Seconds | None:
+    """The earliest time `need` GPUs of this node could be free for one job, or None if it never could. Only work
+    that is already leaving or that `yields` to the job counts as leaving; the rest may renew in its way. With
+    `free_counts` False the GPUs free now are held as session headroom and only GPUs freed later count."""
+    if slot.node.gpus < need:
+        return None
+    have = len(slot.free) if free_counts else 0
+    if have >= need:
+        return now
+    for occ in sorted(slot.occupants, key=lambda o: o.leave):
+        if not occ.leaving and not yields(occ):
+            continue
+        have += occ.gpus
+        if have >= need:
+            return occ.leave
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    pool: Pool
+    nodes: tuple[tuple[int, int], ...]
+    planned_start: Seconds
+
+
+def plan_start(
+    job: Job,
+    pools: Sequence[Pool],
+    capacity: Capacity,
+    topology: Mapping[str, tuple[str, ...]],
+    now: Seconds,
+    yields: Yields = everyone_yields,
+    headroom_binds: Callable[[str, int], bool] = lambda cluster, gpus: False,
+) -> Plan | None:
+    """The earliest planned start over the job's pools, on nodes no other reservation claims; ties go to the pool
+    the job prefers."""
+    best: Plan | None = None
+    for pool in pools:
+        size = node_size(capacity, pool)
+        k = nodes_needed(job, size)
+        if k == 0:
+            continue
+        need = job.total_gpus if k == 1 else size
+        free_counts = not headroom_binds(pool[0], need * k)
+        cands: list[tuple[int, float]] = []
+        for idx in capacity.pools.get(pool, ()):
+            slot = capacity.nodes[idx]
+            if not slot.accepts or slot.claim is not None or slot.node.gpus < need:
+                continue
+            t = earliest_on_node(slot, need, now, yields, free_counts)
+            if t is not None:
+                cands.append((idx, float(t)))
+        if len(cands) < k:
+            continue
+        if k == 1:
+            # earliest, then the fullest node (best fit), then index
+            idx, at = min(cands, key=lambda c: (c[1], len(capacity.nodes[c[0]].free), c[0]))
+            plan = Plan(pool, ((idx, need),), int(at))
+        else:
+            chosen = choose_block(cands, k, capacity, topology.get(pool[0], ()), by_kth=True)
+            if chosen is None:
+                continue
+            start = max(int(t) for i, t in cands if i in set(chosen))
+            plan = Plan(pool, tuple((i, need) for i in chosen), start)
+        if best is None or plan.planned_start < best.planned_start:
+            best = plan
+    return best
+
+
+def claim(
+    capacity: Capacity,
+    job_id: str,
+    nodes: Sequence[tuple[int, int]],
+    planned_start: Seconds,
+    yields: Yields = everyone_yields,
+) -> None:
+    """Hold the nodes for a planned start. `spare` is what others may still hold past the start on each node."""
+    for idx, need in nodes:
+        slot = capacity.nodes[idx]
+        held_past = sum(
+            o.gpus
+            for o in slot.occupants
+            if (not o.leaving and not yields(o)) or (not o.preemptible and o.leave > planned_start)
+        )
+        slot.claim = Claim(job_id, need, planned_start, max(0, slot.node.gpus - need - held_past), yields)
+
+
+def backfill_cannot_delay(
+    slot: NodeSlot, gpus: int, holds_until: Seconds | None, grace: Seconds, min_slice: Seconds, now: Seconds
+) -> Seconds | bool:
+    """May a job take `gpus` GPUs of this node without delaying the node's planned start?
+
+    Returns True when it may as asked (no claim, preemptible work, or it leaves in time, or spare room), a capped
+    slice end when it may only with its slice ending early enough (at least `min_slice` long), or False."""
+    c = slot.claim
+    if c is None or holds_until is None:
+        return True
+    if holds_until + grace <= c.planned_start:
+        return True
+    if c.spare >= gpus:
+        return True
+    capped = c.planned_start - grace
+    if capped - now >= min_slice:
+        return capped
+    return False
+
+
+def use_spare(slot: NodeSlot, gpus: int, holds_until: Seconds | None, grace: Seconds) -> None:
+    """Record that a job now holds `gpus` GPUs of a claimed node past its planned start."""
+    c = slot.claim
+    if c is not None and holds_until is not None and holds_until + grace > c.planned_start:
+        c.spare = max(0, c.spare - gpus)
+
+
+def renewal_cannot_delay(
+    slot: NodeSlot, occ: Occupant, holds_until: Seconds, grace: Seconds, min_slice: Seconds, now: Seconds
+) -> Seconds | bool:
+    """The backfill test for a running job renewing its slice: work that does not yield to the node's planned start
+    was never counted on, so it may renew; work that yields must fit the spare room or end in time."""
+    c = slot.claim
+    if c is None or not c.yields(occ):
+        return True
+    return backfill_cannot_delay(slot, occ.gpus, holds_until, grace, min_slice, now)
+
+
+def use_spare_renewal(slot: NodeSlot, occ: Occupant, holds_until: Seconds, grace: Seconds) -> None:
+    c = slot.claim
+    if c is not None and c.yields(occ):
+        use_spare(slot, occ.gpus, holds_until, grace)

@@ -1,0 +1,201 @@
+"""Cycle steps over work that already holds GPUs: ends of life, slice ends, drains and carried reservations.
+
+Owns the rules
+- `end-of-life`: lost nodes (refunded), forced drains (refunded), maximum runtime, session length, idle sessions;
+- `slice-renewal`: at its slice end a guaranteed run is renewed when its budget can pay for the whole new slice and
+  renewing delays no planned start and crowds out no capacity window; otherwise it lapses and runs on as
+  opportunistic (promise 2);
+- `drain`: on a draining node preemptible work leaves now, work inside its slice at the slice end (promise 4);
+- `carried-reservation`: a planned start from an earlier cycle keeps its nodes while they stay usable.
+
+Must not: start pending work (see pending.py).
+"""
+
+from __future__ import annotations
+
+from allotment.core.capacity import NodeSlot, Occupant
+from allotment.core.decisions import Lapse, PreemptReason, Renew, Reserve
+from allotment.core.model import FULL_PRICE, JobKind, NodeState, ReservationKind, RunClass, Seconds
+from allotment.core.placement import node_size, nodes_needed
+from allotment.core.preemption import reservation_claims, victims_on_node
+from allotment.core.reservations import claim, earliest_on_node, renewal_cannot_delay, use_spare_renewal
+from allotment.core.state import Carried, CycleState
+from allotment.core.units import cost
+
+
+def end_of_life(st: CycleState) -> None:
+    now = st.now
+    for job in st.snap.jobs:
+        run = job.run
+        if run is None or run.preemption is not None:
+            continue
+        states = [s.node for a in run.placement if (s := st.cap.slot(a.node)) is not None]
+        if len(states) < len(run.placement) or any(n.state is NodeState.DOWN for n in states):
+            st.preempt(job, PreemptReason.NODE_DOWN, None)
+        elif any(n.state is NodeState.DRAINING and n.forced for n in states):
+            st.preempt(job, PreemptReason.FORCED, None)
+        elif job.max_runtime is not None and now - run.started_at >= job.max_runtime:
+            st.preempt(job, PreemptReason.MAX_RUNTIME, None, requeue=False)
+        elif job.kind is JobKind.SESSION and run.slice_end is not None and now >= run.slice_end:
+            st.preempt(job, PreemptReason.SESSION_END, None, requeue=False)
+        elif (
+            job.kind is JobKind.SESSION
+            and run.idle_since is not None
+            and now - run.idle_since >= st.pol.session_idle_timeout
+        ):
+            st.preempt(job, PreemptReason.IDLE_SESSION, None, requeue=False)
+
+
+def slice_ends(st: CycleState) -> None:
+    """Renew or lapse every guaranteed run whose slice has ended."""
+    now = st.now
+    for job in st.snap.jobs:
+        run = job.run
+        if (
+            run is None
+            or run.run_class is not RunClass.GUARANTEED
+            or run.slice_end is None
+            or run.slice_end > now
+            or run.preemption is not None
+            or job.id in st.preempted
+        ):
+            continue
+        why = _renewal_blocker(st, job.id)
+        if isinstance(why, str):
+            st.lapses.append(Lapse(job.id, why))
+            continue
+        st.renews.append(Renew(job.id, why))
+        gpus = run.gpu_count
+        rate = st.rate_of_run(job)
+        st.committed[job.budget] = st.committed.get(job.budget, 0) + cost(gpus, rate, FULL_PRICE, why - now)
+        pool = st.node_pool[run.placement[0].node]
+        st.windows.commit(job.budget, pool, gpus, why)
+        grace = st.grace(job)
+        for occ in st.occupants.get(job.id, ()):
+            use_spare_renewal(st.cap.nodes[occ.node], occ, why, grace)
+            occ.preemptible = False
+            occ.leave = why + grace
+
+
+def _renewal_blocker(st: CycleState, job_id: str) -> Seconds | str:
+    """The renewed slice end, or why the slice lapses."""
+    job = st.jobs[job_id]
+    run = job.run
+    assert run is not None
+    now = st.now
+    slots = [s for a in run.placement if (s := st.cap.slot(a.node)) is not None]
+    if any(s.node.state not in (NodeState.READY, NodeState.CORDONED) for s in slots):
+        return "node draining"
+    pool = st.node_pool[run.placement[0].node]
+    gpus = run.gpu_count
+    length = st.slice_length(job)
+    end = st.windows.slice_end_before_window(job.budget, pool, gpus, now + length)
+    if not st.windows.window_lends_idle(job.budget, pool, gpus):
+        return "pool booked by a capacity window"
+    grace = st.grace(job)
+    for occ in st.occupants.get(job.id, ()):
+        slot = st.cap.nodes[occ.node]
+        verdict = renewal_cannot_delay(slot, occ, end, grace, st.pol.min_slice, now)
+        if verdict is False:
+            return "GPUs reserved for a planned start"
+        if not isinstance(verdict, bool):
+            end = min(end, verdict)
+    if end - now < st.pol.min_slice:
+        return "a capacity window or planned start leaves less than the minimum slice"
+    if st.available(job.budget) < cost(gpus, st.rate(pool), FULL_PRICE, end - now):
+        return "budget cannot pay for another slice"
+    return end
+
+
+def drains(st: CycleState) -> None:
+    """Preemptible work leaves draining nodes now; work inside its slice stays until the slice ends."""
+    for slot in st.cap.nodes:
+        if slot.node.state is not NodeState.DRAINING:
+            continue
+        for occ in list(slot.occupants):
+            if occ.preemptible and occ.job.id not in st.preempted:
+                st.preempt(occ.job, PreemptReason.DRAIN, None)
+
+
+def drain_estimates(st: CycleState) -> dict[str, Seconds]:
+    """When each draining (or cordoned-and-busy) node will be empty, given this cycle's decisions."""
+    out: dict[str, Seconds] = {}
+    for slot in st.cap.nodes:
+        if slot.node.state is NodeState.DRAINING:
+            out[slot.node.name] = max((o.leave for o in slot.occupants), default=st.now)
+    return out
+
+
+def install_carried(st: CycleState) -> list[Carried]:
+    """Keep last cycle's reservations whose job still waits and whose nodes are still usable; claim those nodes.
+
+    A budget keeps one planned start, for its current first job: a planned reservation for any other of its jobs is
+    dropped. Reservations for GPUs being freed by preemption are always kept while valid (dropping them would let
+    another job take the GPUs the victims gave up: a preemption loop)."""
+    heads = _budget_heads(st)
+    kept: list[Carried] = []
+    for res in sorted(st.snap.reservations, key=lambda r: (r.planned_start, r.job_id)):
+        job = st.jobs.get(res.job_id)
+        if job is None or not job.pending:
+            continue
+        if res.kind is ReservationKind.PLANNED and heads.get(job.budget) != job.id:
+            continue
+        slots = [st.cap.slot(name) for name, _ in res.nodes]
+        if any(s is None or not s.accepts or s.claim is not None for s in slots):
+            continue
+        real = [s for s in slots if s is not None]
+        pools = {s.pool for s in real}
+        if len(pools) != 1:
+            continue
+        pool = next(iter(pools))
+        if pool not in st.pools(job):
+            continue
+        size = node_size(st.cap, pool)
+        k = nodes_needed(job, size)
+        need = job.total_gpus if k == 1 else size
+        if k != len(real) or any(s.node.gpus < need for s in real):
+            continue
+        nodes = tuple((s.idx, need) for s in real)
+        yields = st.yields_to(job)
+        starts = [earliest_on_node(s, need, st.now, yields) for s in real]
+        if any(t is None for t in starts):
+            continue
+        claim(st.cap, job.id, nodes, max(t for t in starts if t is not None), yields)
+        kept.append(Carried(res, job, pool, nodes))
+        if res.kind is ReservationKind.PLANNED:
+            st.planned_budgets.add(job.budget)
+    return kept
+
+
+def _budget_heads(st: CycleState) -> dict[str, str]:
+    """Each budget's first pending batch job in its own order (priority, then age)."""
+    heads: dict[str, tuple[tuple[int, int, str], str]] = {}
+    for job in st.snap.jobs:
+        if job.run is not None or job.kind is JobKind.SESSION:
+            continue
+        key = (-job.priority, job.submitted_at, job.id)
+        cur = heads.get(job.budget)
+        if cur is None or key < cur[0]:
+            heads[job.budget] = (key, job.id)
+    return {b: v[1] for b, v in heads.items()}
+
+
+def due_victims(st: CycleState, slot: NodeSlot, need: int, planned: Seconds) -> list[Occupant]:
+    """Preemptible work on a reserved node that must be told to leave now so the node is ready by `planned`."""
+    c = slot.claim
+    yields = c.yields if c is not None else (lambda o: True)
+
+    def test(occ: Occupant) -> PreemptReason | None:
+        return reservation_claims(occ) if yields(occ) else None
+
+    ready = victims_on_node(slot, need, st.now, test, st.grace)
+    if ready is not None:
+        return list(ready.occupants)
+    # in-slice work is still needed: take preemptible work only once its notice would end after the slices do
+    return [o for o in slot.occupants if o.preemptible and yields(o) and st.now + st.grace(o.job) >= planned]
+
+
+def reservation_reserve(st: CycleState, carried: Carried, planned: Seconds) -> None:
+    nodes = tuple((st.cap.nodes[i].node.name, g) for i, g in carried.nodes)
+    st.reserves.append(Reserve(carried.job.id, nodes, planned, carried.reservation.kind, carried.reservation.since))
+    st.reserved.add(carried.job.id)

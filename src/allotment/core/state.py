@@ -1,0 +1,238 @@
+"""The per-cycle working state shared by the cycle's steps.
+
+Owns: indices over the snapshot (budgets, leaves, jobs, node → pool), the fair-share tracker, GPUs held per budget
+(for limits), money already promised to granted slices, session counts per user, the decisions accumulated so far,
+and the small helpers every step needs (slice length, slice cost, rates, grace, taking GPUs for a start).
+
+Must not: contain the ordering or preemption rules themselves (see cycle, steps and preemption).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from allotment.core.capacity import Capacity, Occupant, Pool, grace_of
+from allotment.core.decisions import Blocker, Lapse, Preempt, PreemptReason, Renew, Reserve, Start, WaitReason
+from allotment.core.fairshare import FairShare, credits_per_hour
+from allotment.core.model import (
+    FULL_PRICE,
+    Allocation,
+    Budget,
+    ContractClass,
+    Job,
+    JobKind,
+    Micro,
+    Reservation,
+    RunClass,
+    Seconds,
+    Snapshot,
+)
+from allotment.core.placement import Placement, pools_for
+from allotment.core.reservations import use_spare
+from allotment.core.units import cost, mean_life
+from allotment.core.windows import WindowBook
+
+
+@dataclass(slots=True)
+class Carried:
+    """A reservation carried from the previous cycle that is still valid."""
+
+    reservation: Reservation
+    job: Job
+    pool: Pool
+    nodes: tuple[tuple[int, int], ...]
+
+
+class CycleState:
+    def __init__(self, snapshot: Snapshot, now: Seconds) -> None:
+        self.snap = snapshot
+        self.now = now
+        self.pol = snapshot.policy
+        self.cap = Capacity(snapshot, now)
+        self.topology = {c.name: c.topology for c in snapshot.clusters}
+        self.budgets: dict[str, Budget] = {b.name: b for b in snapshot.budgets}
+        parents = {b.parent for b in snapshot.budgets if b.parent is not None}
+        self.leaves = {name for name in self.budgets if name not in parents}
+        self.jobs: dict[str, Job] = {j.id: j for j in snapshot.jobs}
+        self.node_pool: dict[str, Pool] = {s.node.name: s.pool for s in self.cap.nodes}
+        self.windows = WindowBook(snapshot.windows, snapshot.jobs, self.cap.pool_capacity, self.node_pool, now)
+        usage = {name: acc.usage for name, acc in snapshot.accounts.items()}
+        self.fs = FairShare(snapshot.budgets, usage, mean_life(self.pol.usage_half_life) / 3600)
+        self.occupants: dict[str, list[Occupant]] = {}
+        for slot in self.cap.nodes:
+            for occ in slot.occupants:
+                self.occupants.setdefault(occ.job.id, []).append(occ)
+        self.held: dict[str, int] = {}
+        self.committed: dict[str, Micro] = {}
+        self.sessions_of: dict[str, int] = {}
+        for job in snapshot.jobs:
+            if job.budget in self.budgets:
+                self.fs.mark_active(job.budget)
+            run = job.run
+            if run is None:
+                continue
+            gpus = run.gpu_count
+            rate = self.rate_of_run(job)
+            self.fs.hold(job.budget, credits_per_hour(gpus, rate))
+            for name in self.fs.ancestors(job.budget):
+                self.held[name] = self.held.get(name, 0) + gpus
+            if run.in_slice(now) and run.slice_end is not None and run.preemption is None:
+                price = self.pol.session_price if job.kind is JobKind.SESSION else FULL_PRICE
+                self.committed[job.budget] = self.committed.get(job.budget, 0) + cost(
+                    gpus, rate, price, run.slice_end - now
+                )
+            if job.kind is JobKind.SESSION and run.preemption is None:
+                self.sessions_of[job.user] = self.sessions_of.get(job.user, 0) + 1
+        # decisions so far
+        self.starts: list[Start] = []
+        self.preempts: list[Preempt] = []
+        self.renews: list[Renew] = []
+        self.lapses: list[Lapse] = []
+        self.reserves: list[Reserve] = []
+        self.pending: dict[str, WaitReason] = {}
+        self.started: set[str] = set()
+        self.preempted: set[str] = set()
+        self.reserved: set[str] = set()
+        self.planned_budgets: set[str] = set()
+        self.blockers: dict[str, Blocker] = {}
+        self.backfill_of: dict[str, str] = {}
+        self._pools: dict[str, list[Pool]] = {}
+
+    # -- lookups -----------------------------------------------------------------------------------------------
+    def pools(self, job: Job) -> list[Pool]:
+        key = f"{job.gpu_types}|{job.clusters}"
+        found = self._pools.get(key)
+        if found is None:
+            found = pools_for(job, self.cap, self.snap.rates)
+            self._pools[key] = found
+        return found
+
+    def rate(self, pool: Pool) -> Micro:
+        return self.snap.rates.get(pool[1], 0)
+
+    def rate_of_run(self, job: Job) -> Micro:
+        if job.run is None or not job.run.placement:
+            return 0
+        pool = self.node_pool.get(job.run.placement[0].node)
+        return 0 if pool is None else self.rate(pool)
+
+    def grace(self, job: Job) -> Seconds:
+        return grace_of(job, self.pol.max_grace)
+
+    def slice_length(self, job: Job) -> Seconds:
+        if job.kind is JobKind.SESSION:
+            return max(1, job.slice_seconds)
+        return max(self.pol.min_slice, min(job.slice_seconds, self.pol.max_slice))
+
+    def price(self, job: Job, run_class: RunClass) -> int:
+        if run_class is RunClass.SESSION:
+            return self.pol.session_price
+        if run_class is RunClass.OPPORTUNISTIC:
+            return self.pol.opportunistic_price
+        return FULL_PRICE
+
+    def available(self, budget: str) -> Micro:
+        acc = self.snap.accounts.get(budget)
+        balance = acc.balance if acc is not None else 0
+        return balance - self.committed.get(budget, 0)
+
+    def slice_cost(self, job: Job, gpus: int, pool: Pool, length: Seconds) -> Micro:
+        run_class = RunClass.SESSION if job.kind is JobKind.SESSION else RunClass.GUARANTEED
+        return cost(gpus, self.rate(pool), self.price(job, run_class), length)
+
+    def within_limits(self, job: Job, gpus: int) -> str | None:
+        """The name of the budget whose GPU limit this job would break, or None."""
+        for name in self.fs.ancestors(job.budget):
+            limit = self.budgets[name].max_gpus
+            if limit is not None and self.held.get(name, 0) + gpus > limit:
+                return name
+        return None
+
+    def quick(self, job: Job) -> bool:
+        """Would this job, once started, count as work that leaves within seconds (may sit in headroom)?"""
+        return (
+            job.contract is ContractClass.OPPORTUNISTIC
+            and self.grace(job) <= self.pol.headroom_max_grace
+            and job.kind is JobKind.BATCH
+        )
+
+    def headroom_ok(self, job: Job, quick: bool) -> bool:
+        """Sessions and fast-leaving work may use headroom; everything else leaves it free."""
+        return job.kind is JobKind.SESSION or quick
+
+    def yields_to(self, holder: Job) -> Callable[[Occupant], bool]:
+        """Which running work gives way to a planned start of `holder` (rule `planned-start`): opportunistic work
+        always; another budget's slice work when handing its GPUs to the holder strictly lowers the larger of the two
+        budgets' fair-share standings (so two budgets can never hand GPUs back and forth without one of them having
+        gained usage), or when the holder has waited longer than `starvation_after`. A budget's own work never gives
+        way to its own planned start. Work placed around the plan (backfill) always gives way to it."""
+        starving = self.now - holder.submitted_at >= self.pol.starvation_after
+        rate = min((self.rate(p) for p in self.pools(holder)), default=0)
+        gain = credits_per_hour(holder.total_gpus, rate)
+        before = self.fs.standing(holder.budget)
+        verdicts: dict[tuple[str, int], bool] = {}
+
+        def yields(occ: Occupant) -> bool:
+            job = occ.job
+            placed_under = job.run.backfill_for if job.run is not None else self.backfill_of.get(job.id)
+            if placed_under == holder.id:
+                return True
+            if job.budget == holder.budget:
+                return False
+            if job.run is None:
+                return True
+            if job.run.slice_end is None or starving:
+                return True
+            key = (job.budget, occ.gpus)
+            if key not in verdicts:
+                loss = credits_per_hour(job.run.gpu_count, self.rate_of_run(job))
+                g_after, l_after = self.fs.standings_after_swap(holder.budget, gain, job.budget, loss)
+                verdicts[key] = max(g_after, l_after) < max(before, self.fs.standing(job.budget))
+            return verdicts[key]
+
+        return yields
+
+    # -- acting ------------------------------------------------------------------------------------------------
+    def start(self, job: Job, placement: Placement, run_class: RunClass, slice_end: Seconds | None, rule: str) -> None:
+        quick = run_class is RunClass.OPPORTUNISTIC and self.quick(job)
+        allocs: list[Allocation] = []
+        backfill_for: str | None = None
+        for idx, gpus in placement.nodes:
+            slot = self.cap.nodes[idx]
+            if slot.claim is not None and slot.claim.job_id != job.id:
+                backfill_for = slot.claim.job_id
+            use_spare(slot, gpus, slice_end, self.grace(job))
+            allocs.append(Allocation(slot.node.name, self.cap.take(idx, gpus, quick)))
+            # a job started in this cycle is not preempted in the same cycle; it leaves at its slice end at the earliest
+            leave = (slice_end if slice_end is not None else self.now) + self.grace(job)
+            occ = Occupant(job, gpus, leave, preemptible=False, leaving=False, node=idx)
+            slot.occupants.append(occ)
+            self.occupants.setdefault(job.id, []).append(occ)
+        held = placement.gpus
+        self.starts.append(Start(job.id, tuple(allocs), run_class, slice_end, rule, backfill_for))
+        if backfill_for is not None:
+            self.backfill_of[job.id] = backfill_for
+        self.started.add(job.id)
+        self.fs.hold(job.budget, credits_per_hour(held, self.rate(placement.pool)))
+        for name in self.fs.ancestors(job.budget):
+            self.held[name] = self.held.get(name, 0) + held
+        if slice_end is not None:
+            self.committed[job.budget] = self.committed.get(job.budget, 0) + cost(
+                held, self.rate(placement.pool), self.price(job, run_class), slice_end - self.now
+            )
+            self.windows.commit(job.budget, placement.pool, held, slice_end)
+        if job.kind is JobKind.SESSION:
+            self.sessions_of[job.user] = self.sessions_of.get(job.user, 0) + 1
+
+    def preempt(self, occ_job: Job, reason: PreemptReason, preemptor: str | None, requeue: bool | None = None) -> None:
+        if occ_job.id in self.preempted:
+            return
+        grace = 0 if reason is PreemptReason.NODE_DOWN else self.grace(occ_job)
+        again = occ_job.requeue if requeue is None else requeue
+        self.preempts.append(Preempt(occ_job.id, reason, grace, again, preemptor))
+        self.preempted.add(occ_job.id)
+        for occ in self.occupants.get(occ_job.id, ()):
+            occ.leaving = True
+            occ.preemptible = False
+            occ.leave = self.now + grace
