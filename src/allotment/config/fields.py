@@ -1,0 +1,159 @@
+"""Field types of the configuration: names, durations, credits, price fractions and timestamps.
+
+Owns: the parsing and exactness rules of single values (durations like `30m`/`8h`/`2d`/`90s` or integer
+seconds; credit amounts as exact decimals with at most six places; prices as fractions exact to a thousandth;
+ISO datetimes with a timezone → Unix seconds).
+
+Must not: look at more than one value at a time (cross-field rules live in `checks`), or use binary floats.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, StrictInt
+
+from allotment.core.model import FULL_PRICE, MICRO_PER_CREDIT
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
+"""Identifiers (clusters, GPU types, budgets, users, windows): letters, digits, '.', '_' and '-'."""
+
+EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
+
+PositiveInt = Annotated[StrictInt, Field(gt=0)]
+NonNegativeInt = Annotated[StrictInt, Field(ge=0)]
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"^(?:\d+[smhdw])+$")
+_PART = re.compile(r"(\d+)([smhdw])")
+
+
+def parse_duration(value: Any) -> int:
+    """`90s`, `30m`, `8h`, `2d`, `1w`, `1h30m`, or whole seconds as an integer → seconds."""
+    if isinstance(value, bool):
+        raise ValueError("a duration must be a number of seconds or a string like 30m, 8h, 2d, 90s")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError("a duration must not be negative")
+        return value
+    if isinstance(value, str):
+        text = value.strip().replace(" ", "")
+        if _DURATION.match(text):
+            return sum(int(n) * _UNITS[u] for n, u in _PART.findall(text))
+        if text.isdigit():
+            return int(text)
+    raise ValueError(f"{value!r} is not a duration; use seconds or a string like 30m, 8h, 2d, 90s")
+
+
+Duration = Annotated[int, BeforeValidator(parse_duration)]
+"""A duration in whole seconds."""
+
+
+def _decimal(value: Any, what: str) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, int | Decimal | str):
+        raise ValueError(f"{what} must be a number, got {value!r}")
+    try:
+        number = Decimal(value.strip()) if isinstance(value, str) else Decimal(value)
+    except InvalidOperation:
+        raise ValueError(f"{what} must be a number, got {value!r}") from None
+    if not number.is_finite():
+        raise ValueError(f"{what} must be a finite number")
+    return number
+
+
+def parse_credits(value: Any) -> Decimal:
+    """A non-negative credit amount, exact to one micro-credit (six decimal places)."""
+    number = _decimal(value, "a credit amount")
+    if number < 0:
+        raise ValueError("a credit amount must not be negative")
+    if (number * MICRO_PER_CREDIT) % 1 != 0:
+        raise ValueError(f"{value} has more than six decimal places (credits are exact to a millionth)")
+    return number
+
+
+Credits = Annotated[Decimal, BeforeValidator(parse_credits)]
+"""Credits as an exact decimal (convert with `to_micro`)."""
+
+
+def parse_rate(value: Any) -> Decimal:
+    number = parse_credits(value)
+    if number == 0:
+        raise ValueError("a rate must be greater than zero")
+    return number
+
+
+Rate = Annotated[Decimal, BeforeValidator(parse_rate)]
+"""Credits per GPU-hour of one GPU type."""
+
+
+def parse_price(value: Any) -> Decimal:
+    """A price as a fraction of the full price (0.4 → 400 per mille), exact to a thousandth."""
+    number = _decimal(value, "a price")
+    if number < 0:
+        raise ValueError("a price must not be negative")
+    if number > 10:
+        raise ValueError("a price is a fraction of the full price (e.g. 0.4); it must be at most 10")
+    if (number * FULL_PRICE) % 1 != 0:
+        raise ValueError(f"{value} is finer than a thousandth of the full price")
+    return number
+
+
+Price = Annotated[Decimal, BeforeValidator(parse_price)]
+
+
+def to_micro(credits: Decimal) -> int:
+    """Exact credits → integer credit-microunits."""
+    micro = credits * MICRO_PER_CREDIT
+    if micro % 1 != 0:
+        raise ValueError(f"{credits} credits is not a whole number of micro-credits")
+    return int(micro)
+
+
+def to_per_mille(price: Decimal) -> int:
+    """Exact price fraction → integer per mille of the full price."""
+    value = price * FULL_PRICE
+    if value % 1 != 0:
+        raise ValueError(f"{price} is not a whole number of thousandths")
+    return int(value)
+
+
+def parse_timestamp(value: Any) -> int:
+    """An ISO 8601 datetime with a timezone (YAML timestamp or string) → Unix seconds."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise ValueError(f"{value!r} is not an ISO 8601 datetime (e.g. 2026-03-08T00:00:00Z)") from None
+    if not isinstance(value, datetime):
+        if isinstance(value, date):
+            raise ValueError(f"{value} is a date; give a datetime with a timezone, e.g. {value}T00:00:00Z")
+        raise ValueError(f"{value!r} is not an ISO 8601 datetime (e.g. 2026-03-08T00:00:00Z)")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{value.isoformat()} has no timezone; add one, e.g. Z or +00:00")
+    if value.microsecond:
+        raise ValueError(f"{value.isoformat()} has fractions of a second; times are whole seconds")
+    return int(value.timestamp())
+
+
+Timestamp = Annotated[int, BeforeValidator(parse_timestamp)]
+"""A point in time as Unix seconds."""
+
+
+def parse_date(value: Any) -> date:
+    if isinstance(value, datetime):
+        raise ValueError(f"{value.isoformat()} is a datetime; give a date, e.g. {value.date().isoformat()}")
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value.strip())
+        except ValueError:
+            pass
+    raise ValueError(f"{value!r} is not an ISO 8601 date (e.g. 2026-03-01)")
+
+
+Day = Annotated[date, BeforeValidator(parse_date)]

@@ -1,0 +1,1 @@
+"""Tests of the allot command line (allotment.cli)."""
