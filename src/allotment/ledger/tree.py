@@ -1,0 +1,85 @@
+"""Balances up the budget tree, burn rate and projected exhaustion.
+
+Owns: which budgets are leaves (only leaves hold allocations and pay for jobs), rolling leaf balances up
+to every ancestor, and the trailing-window burn rate with the instant a balance runs out at that rate.
+
+Must not: read a clock or a database; callers pass the instants and ledger amounts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from allotment.core.model import Budget, Micro, Seconds
+
+
+def leaves(budgets: Iterable[Budget]) -> set[str]:
+    """Budgets no other budget names as its parent."""
+    items = list(budgets)
+    parents = {b.parent for b in items if b.parent is not None}
+    return {b.name for b in items if b.name not in parents}
+
+
+def ancestors(name: str, parents: Mapping[str, str | None]) -> list[str]:
+    """`name`'s ancestors from its parent up to the root. Raises on a cycle."""
+    chain: list[str] = []
+    seen = {name}
+    parent = parents.get(name)
+    while parent is not None:
+        if parent in seen:
+            raise ValueError(f"budget tree has a cycle through {parent}")
+        seen.add(parent)
+        chain.append(parent)
+        parent = parents.get(parent)
+    return chain
+
+
+def rollup(amounts: Mapping[str, Micro], parents: Mapping[str, str | None]) -> dict[str, Micro]:
+    """Each budget's own amount plus all its descendants' amounts. Every budget in `parents` appears."""
+    totals: dict[str, Micro] = dict.fromkeys(parents, 0)
+    for name, amount in amounts.items():
+        totals[name] = totals.get(name, 0) + amount
+        for ancestor in ancestors(name, parents):
+            totals[ancestor] = totals.get(ancestor, 0) + amount
+    return totals
+
+
+def overcommitted(budgets: Iterable[Budget]) -> dict[str, Micro]:
+    """Parents whose children's allocations add up to more than their own: name → excess."""
+    items = list(budgets)
+    children: dict[str, Micro] = {}
+    for b in items:
+        if b.parent is not None:
+            children[b.parent] = children.get(b.parent, 0) + b.allocation
+    return {
+        b.name: children[b.name] - b.allocation for b in items if b.name in children and children[b.name] > b.allocation
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Burn:
+    window: Seconds
+    spent: Micro
+    """Net credit-microunits spent in the window: charges less refunds."""
+    per_hour: Micro
+    """Average spend per hour over the window, rounded down."""
+    exhausts_at: Seconds | None
+    """When the balance reaches zero at this rate (rounded up to a whole second); `now` if it already has;
+    None when nothing is being spent."""
+
+
+def burn(spend: Iterable[tuple[Seconds, Micro]], now: Seconds, window: Seconds, balance: Micro) -> Burn:
+    """Burn rate over the trailing window (now − window, now] from ledger amounts (at, amount) of charges and
+    refunds (signed as in the ledger: charges negative), and the projected exhaustion of `balance`."""
+    if window <= 0:
+        raise ValueError("the burn window must be positive")
+    spent = -sum(amount for at, amount in spend if now - window < at <= now)
+    per_hour = spent * 3600 // window
+    if balance <= 0:
+        exhausts: Seconds | None = now
+    elif spent <= 0:
+        exhausts = None
+    else:
+        exhausts = now + -(-balance * window // spent)
+    return Burn(window, spent, per_hour, exhausts)

@@ -1,0 +1,171 @@
+"""Ledger persistence: posting entries exactly once, periods and their opening, and balances.
+
+Owns: post() (idempotent by key, safe under concurrency: INSERT … ON CONFLICT DO NOTHING on both databases),
+the periods table (which period an entry belongs to, opening a period with its allocations and carry-overs,
+closing the one before), and balances per budget and period, per leaf and rolled up the budget tree.
+
+Must not: compute charges, refunds or period boundaries itself (allotment.ledger does), or update or delete a
+ledger entry: the ledger is append-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sqlalchemy import func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from allotment.core.model import Budget, Micro, Seconds
+from allotment.ledger import Entry, Period, PeriodSpec, Rollover, leaves, opening_entries, period_at, rollup
+from allotment.store.tables import BudgetRow, LedgerEntryRow, PeriodRow
+
+NO_CARRY = Rollover()
+
+
+class ClosedPeriodError(ValueError):
+    """An entry was posted into a period that is already closed."""
+
+
+class NoOpenPeriodError(LookupError):
+    """No open period holds (or follows) the instant an entry is for: open one first."""
+
+
+def dialect_insert(session: Session) -> type[postgresql.Insert] | type[sqlite.Insert]:
+    """The INSERT construct of the session's dialect (both have ON CONFLICT DO NOTHING / DO UPDATE)."""
+    name = session.get_bind().dialect.name
+    if name == "postgresql":
+        return postgresql.Insert
+    if name == "sqlite":
+        return sqlite.Insert
+    raise ValueError(f"unsupported dialect {name}")
+
+
+def post(session: Session, entry: Entry) -> bool:
+    """Record `entry` unless an entry with its idempotency key exists. Returns whether it was new.
+
+    Two transactions posting the same key at once record it once: on PostgreSQL the second waits on the unique
+    index and then does nothing; on SQLite writers are serialised. Posting into a closed period raises
+    ClosedPeriodError (a retry of an entry already there returns False)."""
+    period = session.scalars(
+        select(PeriodRow)
+        .where(PeriodRow.id == entry.period_id)
+        .with_for_update(read=True)
+        .execution_options(populate_existing=True)
+    ).first()
+    if period is None:
+        raise NoOpenPeriodError(f"period {entry.period_id} does not exist")
+    if period.closed:
+        exists = session.scalar(select(LedgerEntryRow.id).where(LedgerEntryRow.idempotency_key == entry.key))
+        if exists is not None:
+            return False
+        raise ClosedPeriodError(f"period {entry.period_id} is closed; cannot post {entry.key}")
+    stmt = (
+        dialect_insert(session)(LedgerEntryRow)
+        .values(
+            period_id=entry.period_id,
+            budget=entry.budget,
+            kind=entry.kind.value,
+            amount_micro=entry.amount,
+            at=entry.at,
+            job_id=entry.job_id,
+            run_id=entry.run_id,
+            idempotency_key=entry.key,
+            memo=entry.memo,
+        )
+        .on_conflict_do_nothing(index_elements=["idempotency_key"])
+        .returning(LedgerEntryRow.id)
+    )
+    return session.execute(stmt).first() is not None
+
+
+def post_all(session: Session, entries: Iterable[Entry]) -> int:
+    """Post each entry; returns how many were new."""
+    return sum(post(session, e) for e in entries)
+
+
+def ensure_period(session: Session, period: Period) -> PeriodRow:
+    """The row of `period`, created (open) if absent."""
+    stmt = (
+        dialect_insert(session)(PeriodRow)
+        .values(id=period.id, start=period.start, end=period.end, closed=False)
+        .on_conflict_do_nothing(index_elements=["id"])
+    )
+    session.execute(stmt)
+    row = session.get(PeriodRow, period.id, populate_existing=True)
+    if row is None or (row.start, row.end) != (period.start, period.end):
+        raise ValueError(f"period {period.id} exists with other bounds; the period calendar changed")
+    return row
+
+
+def posting_period(session: Session, at: Seconds) -> str:
+    """The period an entry at instant `at` belongs to: the open period holding `at` or, when that one is
+    already closed, the earliest open period after it."""
+    row = session.scalars(
+        select(PeriodRow).where(PeriodRow.end > at, PeriodRow.closed.is_(False)).order_by(PeriodRow.start).limit(1)
+    ).first()
+    if row is None:
+        raise NoOpenPeriodError(f"no open period holds or follows {at}")
+    return row.id
+
+
+def budget_tree(session: Session) -> list[Budget]:
+    rows = session.scalars(select(BudgetRow).order_by(BudgetRow.name))
+    return [Budget(r.name, r.parent, r.allocation_micro, r.max_gpus) for r in rows]
+
+
+def balances(session: Session, period_id: str) -> dict[str, Micro]:
+    """Each budget's own balance in the period (the sum of its entries); budgets without entries are
+    absent."""
+    rows = session.execute(
+        select(LedgerEntryRow.budget, func.sum(LedgerEntryRow.amount_micro))
+        .where(LedgerEntryRow.period_id == period_id)
+        .group_by(LedgerEntryRow.budget)
+    )
+    return {budget: int(total) for budget, total in rows}
+
+
+def rolled_up(session: Session, period_id: str) -> dict[str, Micro]:
+    """Every budget's balance including its whole subtree (a leaf's is its own)."""
+    parents = {b.name: b.parent for b in budget_tree(session)}
+    return rollup(balances(session, period_id), parents)
+
+
+def open_period(session: Session, spec: PeriodSpec, at: Seconds, rollover: Rollover = NO_CARRY) -> Period:
+    """Make sure the period holding `at` is open and funded: create it, close the period before it, and
+    post each leaf budget's allocation and (where `rollover` allows) carry-over. Idempotent: calling it
+    again, or from two processes at once, posts nothing twice: the previous period's row is locked while
+    its closing balances are read, and post() takes a shared lock on an entry's period, so no entry slips
+    into it after closing. Allocations are the budgets' current allocation_micro."""
+    period = period_at(spec, at)
+    ensure_period(session, period)
+    previous = session.scalars(
+        select(PeriodRow)
+        .where(PeriodRow.start < period.start)
+        .order_by(PeriodRow.start.desc())
+        .limit(1)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    ).first()
+    closing: dict[str, Micro] = {}
+    if previous is not None:
+        closing = balances(session, previous.id)
+        previous.closed = True
+    tree = budget_tree(session)
+    payers = leaves(tree)
+    allocations = {b.name: b.allocation for b in tree if b.name in payers}
+    post_all(session, opening_entries(period, allocations, closing, rollover))
+    session.flush()
+    return period
+
+
+def close_period(session: Session, period_id: str) -> None:
+    row = session.get(PeriodRow, period_id)
+    if row is None:
+        raise NoOpenPeriodError(f"period {period_id} does not exist")
+    row.closed = True
+    session.flush()
+
+
+def periods(session: Session) -> list[PeriodRow]:
+    return list(session.scalars(select(PeriodRow).order_by(PeriodRow.start)))

@@ -1,0 +1,81 @@
+"""Database connections: engines for SQLite and PostgreSQL, and sessions.
+
+Owns: choosing the database URL (ALLOT_DATABASE_URL, or the SQLite file allotment.db in ALLOT_DATA_DIR,
+default ./data), creating an engine with the connection settings Allotment relies on, and the session
+factory.
+
+SQLite: the parent directory is created; every connection runs in WAL mode with foreign keys on, a busy
+timeout and synchronous=NORMAL. Transactions begin IMMEDIATE (they take the write lock up front), so
+read-then-write transactions from several threads or processes wait for each other instead of failing with
+SQLITE_BUSY; a connection given the execution option sqlite_begin="DEFERRED" begins deferred (for
+read-only work). PostgreSQL: `postgresql+psycopg://user@host:port/db` (add
+`?options=-csearch_path%3Dschema` for a schema).
+
+Must not: define tables or queries.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+DATA_DIR_ENV = "ALLOT_DATA_DIR"
+URL_ENV = "ALLOT_DATABASE_URL"
+DB_FILE = "allotment.db"
+BUSY_TIMEOUT_MS = 30_000
+
+
+def default_url(environ: dict[str, str] | None = None) -> str:
+    """ALLOT_DATABASE_URL if set, else sqlite:///<ALLOT_DATA_DIR or ./data>/allotment.db."""
+    env = dict(os.environ) if environ is None else environ
+    url = env.get(URL_ENV, "").strip()
+    if url:
+        return url
+    data_dir = Path(env.get(DATA_DIR_ENV, "") or "data")
+    return f"sqlite:///{data_dir / DB_FILE}"
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.isolation_level = None  # the driver stops issuing BEGIN itself; see _sqlite_begin
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+    finally:
+        cursor.close()
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    mode = str(conn.get_execution_options().get("sqlite_begin", "IMMEDIATE")).upper()
+    if mode not in {"IMMEDIATE", "DEFERRED", "EXCLUSIVE"}:
+        raise ValueError(f"sqlite_begin must be IMMEDIATE, DEFERRED or EXCLUSIVE, not {mode}")
+    conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+def make_engine(url: str | None = None, **kwargs: Any) -> Engine:
+    """An engine for `url` (default: default_url()). Extra keyword arguments go to create_engine."""
+    parsed = make_url(url or default_url())
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database
+        if database and database != ":memory:" and not database.startswith("file:"):
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(parsed, **kwargs)
+        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin)
+        return engine
+    if parsed.get_backend_name() == "postgresql":
+        kwargs.setdefault("pool_pre_ping", True)
+        return create_engine(parsed, **kwargs)
+    raise ValueError(f"unsupported database {parsed.get_backend_name()!r}: use sqlite:/// or postgresql+psycopg://")
+
+
+def session_factory(engine: Engine) -> sessionmaker[Session]:
+    """Sessions that keep loaded objects usable after commit (the engine reads, decides, then writes)."""
+    return sessionmaker(engine, expire_on_commit=False)

@@ -1,0 +1,186 @@
+"""Run metering, refunds, burn and fair-share usage, persisted.
+
+Owns: creating a run's meter (its full-price rate, price and charge anchor), charging a run up to an instant
+(reading and advancing runs.charged_until in the same transaction as the ledger entry, under a row lock),
+repricing a run when its class changes, refunding a run lost through the fleet's fault, a budget's burn rate
+and projected exhaustion, and the budget_usage table.
+
+Must not: decide when to charge, refund or reprice (the engine does), or compute amounts itself
+(allotment.ledger does).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from allotment.core.model import Micro, RunClass, Seconds
+from allotment.ledger import (
+    INFRASTRUCTURE,
+    Burn,
+    EntryKind,
+    Meter,
+    accrue,
+    burn,
+    refund,
+    reprice,
+    usage_after,
+)
+from allotment.ledger import run_id as make_run_id
+from allotment.ledger.tree import ancestors
+from allotment.ledger.usage import decayed
+from allotment.store.accounts import budget_tree, post, post_all, posting_period, rolled_up
+from allotment.store.tables import BudgetUsageRow, JobRow, LedgerEntryRow, RunRow
+
+
+def _locked_run(session: Session, run_id: str) -> RunRow:
+    row = session.scalars(
+        select(RunRow).where(RunRow.id == run_id).with_for_update().execution_options(populate_existing=True)
+    ).first()
+    if row is None:
+        raise LookupError(f"run {run_id} does not exist")
+    return row
+
+
+def _meter(session: Session, row: RunRow) -> Meter:
+    budget = session.scalar(select(JobRow.budget).where(JobRow.id == row.job_id))
+    if budget is None:
+        raise LookupError(f"job {row.job_id} of run {row.id} does not exist")
+    return Meter(row.id, row.job_id, budget, row.rate_micro, row.price, row.price_since, row.charged_until)
+
+
+def charge_run(session: Session, run_id: str, until: Seconds) -> Micro:
+    """Charge run `run_id` for [charged_until, until) (capped at its end) and advance charged_until, in this
+    transaction. Returns the amount newly charged (positive). Repeating a call, or calling it with an earlier
+    instant, charges nothing; the pieces of a run always sum to its whole cost to the microunit."""
+    row = _locked_run(session, run_id)
+    if row.ended_at is not None:
+        until = min(until, row.ended_at)
+    entry, meter = accrue(_meter(session, row), until, posting_period(session, until))
+    row.charged_until = meter.charged_until
+    charged = 0
+    if entry is not None and post(session, entry):
+        charged = -entry.amount
+    session.flush()
+    return charged
+
+
+def reprice_run(session: Session, run_id: str, at: Seconds, run_class: RunClass, price: int) -> Micro:
+    """Change a running run's class and price from `at` on (or from what is already charged, if later): the
+    run is first charged up to there at its old price. Returns the amount charged by that catch-up."""
+    row = _locked_run(session, run_id)
+    if row.ended_at is not None:
+        raise ValueError(f"run {run_id} has ended; it cannot be repriced")
+    charged = charge_run(session, run_id, at)
+    meter = reprice(_meter(session, row), price, row.charged_until)
+    row.price, row.price_since, row.run_class = meter.price, meter.price_since, run_class.value
+    session.flush()
+    return charged
+
+
+def charged_total(session: Session, run_id: str) -> Micro:
+    """Everything the run's owner was charged for it (positive)."""
+    owner = session.scalar(select(JobRow.budget).join(RunRow, RunRow.job_id == JobRow.id).where(RunRow.id == run_id))
+    total = session.scalar(
+        select(func.coalesce(func.sum(LedgerEntryRow.amount_micro), 0)).where(
+            LedgerEntryRow.run_id == run_id,
+            LedgerEntryRow.kind == EntryKind.CHARGE.value,
+            LedgerEntryRow.budget == owner,
+        )
+    )
+    return -int(total or 0)
+
+
+def refund_run(session: Session, run_id: str, at: Seconds, reason: str, infrastructure: str = INFRASTRUCTURE) -> Micro:
+    """Refund everything run `run_id` was charged to its owner and charge the same to the infrastructure
+    account (a run ended by node failure or an administrator's forced action). Charge the run's last piece
+    first; a refund happens once per run. Returns the amount newly refunded."""
+    row = _locked_run(session, run_id)
+    meter = _meter(session, row)
+    charged = charged_total(session, run_id)
+    entries = refund(
+        meter.budget,
+        run_id,
+        charged,
+        job_id=row.job_id,
+        at=at,
+        period_id=posting_period(session, at),
+        reason=reason,
+    )
+    new = post_all(session, entries)
+    session.flush()
+    return charged if new else 0
+
+
+def _subtree(session: Session, budget: str) -> list[str]:
+    parents = {b.name: b.parent for b in budget_tree(session)}
+    return [name for name in parents if name == budget or budget in ancestors(name, parents)]
+
+
+def budget_burn(session: Session, budget: str, now: Seconds, window: Seconds) -> Burn:
+    """Net spending of `budget`'s subtree over the trailing `window`, and when its current rolled-up balance
+    runs out at that rate."""
+    members = _subtree(session, budget)
+    spend = session.execute(
+        select(LedgerEntryRow.at, LedgerEntryRow.amount_micro).where(
+            LedgerEntryRow.budget.in_(members),
+            LedgerEntryRow.kind.in_([EntryKind.CHARGE.value, EntryKind.REFUND.value]),
+            LedgerEntryRow.at > now - window,
+            LedgerEntryRow.at <= now,
+        )
+    )
+    balance = rolled_up(session, posting_period(session, now)).get(budget, 0)
+    return burn([(at, amount) for at, amount in spend], now, window, balance)
+
+
+def add_usage(session: Session, budget: str, now: Seconds, rate: Micro, half_life: Seconds) -> float:
+    """Advance `budget`'s decayed usage to `now`, adding a holding of `rate` credit-microunits per hour at
+    full price since its last update (the first update only starts the clock). Returns the new usage."""
+    row = session.get(BudgetUsageRow, budget, with_for_update=True, populate_existing=True)
+    if row is None:
+        row = BudgetUsageRow(budget=budget, usage=0.0, as_of=now)
+        session.add(row)
+    elif now > row.as_of:
+        row.usage = usage_after(row.usage, row.as_of, now, half_life, rate)
+        row.as_of = now
+    session.flush()
+    return row.usage
+
+
+def usages(session: Session, now: Seconds, half_life: Seconds) -> dict[str, float]:
+    """Every budget's recorded usage decayed to `now`."""
+    return {
+        row.budget: decayed(row.usage, row.as_of, now, half_life) for row in session.scalars(select(BudgetUsageRow))
+    }
+
+
+def new_run(
+    session: Session,
+    *,
+    job_id: str,
+    attempt: int,
+    started_at: Seconds,
+    placement: list[dict[str, object]],
+    run_class: RunClass,
+    slice_end: Seconds | None,
+    rate: Micro,
+    price: int,
+) -> RunRow:
+    """Add a run whose meter starts at `started_at`: charged up to its start, priced `price` per mille of
+    `rate` (credit-microunits per hour at full price, see allotment.ledger.run_rate)."""
+    row = RunRow(
+        id=make_run_id(job_id, attempt),
+        job_id=job_id,
+        attempt=attempt,
+        started_at=started_at,
+        placement=placement,
+        run_class=run_class.value,
+        slice_end=slice_end,
+        rate_micro=rate,
+        price=price,
+        price_since=started_at,
+        charged_until=started_at,
+    )
+    session.add(row)
+    session.flush()
+    return row

@@ -1,0 +1,243 @@
+"""The database schema as typed SQLAlchemy 2.0 declarative classes.
+
+Owns: every table of Allotment's state (fleet, budgets, periods, jobs and their runs, slices, windows,
+reservations, the ledger, fair-share usage, the launch/terminate outbox, the audit log and engine key/values)
+and their keys, constraints and indexes. Alembic's migrations must reproduce exactly this metadata.
+
+Must not: hold behaviour. Times are integer Unix seconds (BIGINT), money is BIGINT credit-microunits, and
+structured values (argv, labels, placements) are JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from sqlalchemy import JSON, BigInteger, Double, ForeignKey, Index, Integer, MetaData, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+Time = Annotated[int, mapped_column(BigInteger)]
+Money = Annotated[int, mapped_column(BigInteger)]
+Name = Annotated[str, mapped_column(String(200))]
+Json = Annotated[Any, mapped_column(JSON)]
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class ClusterRow(Base):
+    __tablename__ = "clusters"
+    name: Mapped[Name] = mapped_column(primary_key=True)
+    topology: Mapped[Json]
+    """Topology label keys from the tightest level to the loosest."""
+
+
+class NodeRow(Base):
+    __tablename__ = "nodes"
+    name: Mapped[Name] = mapped_column(primary_key=True)
+    cluster: Mapped[Name] = mapped_column(ForeignKey("clusters.name"), index=True)
+    gpu_type: Mapped[Name]
+    gpus: Mapped[int]
+    labels: Mapped[Json]
+    state: Mapped[Name]
+    forced: Mapped[bool]
+    reason: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[Time]
+
+
+class BudgetRow(Base):
+    __tablename__ = "budgets"
+    name: Mapped[Name] = mapped_column(primary_key=True)
+    parent: Mapped[Name | None] = mapped_column(ForeignKey("budgets.name"), index=True)
+    allocation_micro: Mapped[Money]
+    max_gpus: Mapped[int | None]
+    updated_at: Mapped[Time]
+
+
+class UserRow(Base):
+    __tablename__ = "users"
+    name: Mapped[Name] = mapped_column(primary_key=True)
+    admin: Mapped[bool]
+
+
+class MembershipRow(Base):
+    __tablename__ = "memberships"
+    budget: Mapped[Name] = mapped_column(ForeignKey("budgets.name"), primary_key=True)
+    user: Mapped[Name] = mapped_column(ForeignKey("users.name"), primary_key=True, index=True)
+    role: Mapped[Name]
+
+
+class PeriodRow(Base):
+    __tablename__ = "periods"
+    id: Mapped[Name] = mapped_column(primary_key=True)
+    start: Mapped[Time] = mapped_column(unique=True)
+    end: Mapped[Time]
+    closed: Mapped[bool]
+
+
+class WindowRow(Base):
+    __tablename__ = "windows"
+    id: Mapped[Name] = mapped_column(primary_key=True)
+    budget: Mapped[Name] = mapped_column(ForeignKey("budgets.name"), index=True)
+    cluster: Mapped[Name] = mapped_column(ForeignKey("clusters.name"))
+    gpu_type: Mapped[Name]
+    gpus: Mapped[int]
+    start: Mapped[Time]
+    end: Mapped[Time]
+
+
+class JobRow(Base):
+    __tablename__ = "jobs"
+    __table_args__ = (Index(None, "state", "budget"),)
+    id: Mapped[Name] = mapped_column(primary_key=True)
+    request_id: Mapped[Name | None] = mapped_column(unique=True)
+    """The client's idempotency key for the submission: a retried submit finds the job it created."""
+    budget: Mapped[Name] = mapped_column(ForeignKey("budgets.name"))
+    user: Mapped[Name] = mapped_column(ForeignKey("users.name"), index=True)
+    name: Mapped[Name]
+    spec: Mapped[Json]
+    """What to run: {"command": [argv…], "env": {…}, "image": str | null, "workdir": str | null}."""
+    gpus: Mapped[int]
+    replicas: Mapped[int]
+    kind: Mapped[Name]
+    contract: Mapped[Name]
+    slice_seconds: Mapped[Time]
+    priority: Mapped[int]
+    grace: Mapped[Time]
+    max_runtime: Mapped[Time | None]
+    gpu_types: Mapped[Json]
+    clusters: Mapped[Json]
+    fallback_opportunistic: Mapped[bool]
+    requeue: Mapped[bool]
+    submitted_at: Mapped[Time]
+    state: Mapped[Name]
+    """pending | running | preempting | completed | failed | cancelled | lost"""
+    attempt: Mapped[int]
+    state_reason: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[Time]
+
+
+class JobEventRow(Base):
+    __tablename__ = "job_events"
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    job_id: Mapped[Name] = mapped_column(ForeignKey("jobs.id"), index=True)
+    at: Mapped[Time]
+    from_state: Mapped[Name | None]
+    to_state: Mapped[Name]
+    reason: Mapped[str] = mapped_column(Text)
+
+
+class RunRow(Base):
+    __tablename__ = "runs"
+    __table_args__ = (Index(None, "job_id", "attempt", unique=True),)
+    id: Mapped[Name] = mapped_column(primary_key=True)
+    job_id: Mapped[Name] = mapped_column(ForeignKey("jobs.id"))
+    attempt: Mapped[int]
+    started_at: Mapped[Time]
+    placement: Mapped[Json]
+    """[{"node": str, "gpus": [int…]}…]"""
+    run_class: Mapped[Name]
+    slice_end: Mapped[Time | None]
+    ended_at: Mapped[Time | None] = mapped_column(index=True)
+    exit_code: Mapped[int | None]
+    end_reason: Mapped[str | None] = mapped_column(Text)
+    rate_micro: Mapped[Money]
+    """Credit-microunits per hour at full price for this placement (Σ GPUs × rate of their type)."""
+    price: Mapped[int]
+    """Per-mille price of the current run class."""
+    price_since: Mapped[Time]
+    """Start of the current price segment: the run's start, or when its class last changed."""
+    charged_until: Mapped[Time]
+    signalled_at: Mapped[Time | None]
+    kill_at: Mapped[Time | None]
+    preempt_reason: Mapped[Name | None]
+    preemptor: Mapped[Name | None]
+    idle_since: Mapped[Time | None]
+
+
+class SliceRow(Base):
+    __tablename__ = "slices"
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    run_id: Mapped[Name] = mapped_column(ForeignKey("runs.id"), index=True)
+    job_id: Mapped[Name] = mapped_column(ForeignKey("jobs.id"))
+    start: Mapped[Time]
+    end: Mapped[Time]
+    kind: Mapped[Name]
+    """grant | renew"""
+
+
+class ReservationRow(Base):
+    __tablename__ = "reservations"
+    job_id: Mapped[Name] = mapped_column(ForeignKey("jobs.id"), primary_key=True)
+    nodes: Mapped[Json]
+    """[[node, gpus]…]"""
+    planned_start: Mapped[Time]
+    kind: Mapped[Name]
+    since: Mapped[Time]
+    """When the reservation was first made (core.model.Reservation.since)."""
+
+
+class LedgerEntryRow(Base):
+    """Append-only. job_id and run_id are references, not foreign keys: the ledger outlives job rows."""
+
+    __tablename__ = "ledger_entries"
+    __table_args__ = (Index(None, "period_id", "budget"), Index(None, "kind", "at"))
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    period_id: Mapped[Name] = mapped_column(ForeignKey("periods.id"))
+    budget: Mapped[Name] = mapped_column(ForeignKey("budgets.name"))
+    kind: Mapped[Name]
+    amount_micro: Mapped[Money]
+    at: Mapped[Time]
+    job_id: Mapped[Name | None]
+    run_id: Mapped[Name | None] = mapped_column(index=True)
+    idempotency_key: Mapped[str] = mapped_column(String(400), unique=True)
+    memo: Mapped[str] = mapped_column(Text)
+
+
+class BudgetUsageRow(Base):
+    __tablename__ = "budget_usage"
+    budget: Mapped[Name] = mapped_column(ForeignKey("budgets.name"), primary_key=True)
+    usage: Mapped[float] = mapped_column(Double)
+    """Decayed usage in credits at full price, as of `as_of`."""
+    as_of: Mapped[Time]
+
+
+class IntentRow(Base):
+    """The outbox: launch and terminate orders written in the cycle's transaction, delivered after it
+    commits."""
+
+    __tablename__ = "intents"
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    job_id: Mapped[Name] = mapped_column(ForeignKey("jobs.id"), index=True)
+    run_id: Mapped[Name | None]
+    attempt: Mapped[int]
+    kind: Mapped[Name]
+    """launch | terminate"""
+    payload: Mapped[Json]
+    created_at: Mapped[Time]
+    delivered_at: Mapped[Time | None] = mapped_column(index=True)
+
+
+class AuditRow(Base):
+    __tablename__ = "audit_log"
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    at: Mapped[Time] = mapped_column(index=True)
+    actor: Mapped[Name]
+    action: Mapped[Name]
+    target: Mapped[Name]
+    detail: Mapped[Json]
+    why: Mapped[str] = mapped_column(Text)
+
+
+class EngineStateRow(Base):
+    __tablename__ = "engine_state"
+    key: Mapped[Name] = mapped_column(primary_key=True)
+    value: Mapped[Json]

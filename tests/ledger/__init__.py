@@ -1,0 +1,1 @@
+"""Tests of allotment.ledger (pure accounting rules)."""

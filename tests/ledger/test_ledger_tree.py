@@ -1,0 +1,69 @@
+"""Roll-ups up the budget tree, burn rate and projected exhaustion, and decayed fair-share usage."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from allotment.core.model import Budget
+from allotment.ledger import burn, decayed, leaves, overcommitted, rollup, usage_after
+
+from .conftest import H100, T0
+
+TREE = [
+    Budget("org", None, 100),
+    Budget("vision", "org", 60),
+    Budget("detect", "vision", 40),
+    Budget("segment", "vision", 30),
+    Budget("chat", "org", 40),
+]
+PARENTS = {b.name: b.parent for b in TREE}
+
+
+def test_leaves_and_overcommitment() -> None:
+    assert leaves(TREE) == {"detect", "segment", "chat"}
+    assert overcommitted(TREE) == {"vision": 10}
+
+
+def test_rollup_sums_each_subtree() -> None:
+    totals = rollup({"detect": 5, "segment": -2, "chat": 7}, PARENTS)
+    assert totals == {"org": 10, "vision": 3, "detect": 5, "segment": -2, "chat": 7}
+    with pytest.raises(ValueError, match="cycle"):
+        rollup({"a": 1}, {"a": "b", "b": "a"})
+
+
+def test_burn_and_exhaustion() -> None:
+    spend = [(T0 - 7200, -999), (T0 - 3000, -600), (T0 - 600, -600), (T0 - 300, 200)]
+    b = burn(spend, T0, 3600, balance=1000)
+    assert (b.spent, b.per_hour) == (1000, 1000)
+    assert b.exhausts_at == T0 + 3600
+    assert burn(spend, T0, 3600, balance=1).exhausts_at == T0 + 4  # rounded up to a whole second
+    assert burn(spend, T0, 3600, balance=0).exhausts_at == T0
+    assert burn([], T0, 3600, balance=10).exhausts_at is None
+    with pytest.raises(ValueError):
+        burn([], T0, 0, 1)
+
+
+def test_usage_is_full_price_credits_with_decay() -> None:
+    week = 7 * 86_400
+    one_hour = usage_after(0.0, T0, T0 + 3600, week, 8 * H100)
+    assert 7.98 < one_hour < 8.0  # 8 GPU-hours at full price, the earliest minutes slightly decayed
+    assert decayed(one_hour, T0, T0 + week, week) == pytest.approx(one_hour / 2)
+    assert usage_after(5.0, T0, T0, week, 8 * H100) == 5.0
+    assert usage_after(5.0, T0, T0 + 10, 0, 8 * H100) == 0.0
+
+
+@given(
+    usage=st.floats(min_value=0, max_value=1e6),
+    rate=st.integers(min_value=0, max_value=10**9),
+    steps=st.lists(st.integers(min_value=1, max_value=86_400), min_size=1, max_size=20),
+    half_life=st.integers(min_value=60, max_value=10**7),
+)
+def test_updating_often_or_once_gives_the_same_usage(usage: float, rate: int, steps: list[int], half_life: int) -> None:
+    often, t = usage, T0
+    for step in steps:
+        often = usage_after(often, t, t + step, half_life, rate)
+        t += step
+    once = usage_after(usage, T0, t, half_life, rate)
+    assert often == pytest.approx(once, rel=1e-9, abs=1e-9)

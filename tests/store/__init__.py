@@ -1,0 +1,1 @@
+"""Tests of allotment.store on SQLite and PostgreSQL."""
