@@ -1,0 +1,286 @@
+"""The supervisor of one attempt of the local executor: a small process that outlives the server.
+
+Owns: starting the attempt's argument vector (never through a shell) in its own process group, recording the
+job's pids, forwarding termination (SIGTERM now, SIGKILL at the recorded deadline), and writing the exit
+record atomically into the attempt's state directory. Also owns the names of the files in that directory and
+the helpers that read and write them, which the executor imports from here.
+
+Must not: import anything but the standard library. The executor runs this file by path with `python -I`, so
+it works with no package on sys.path; nor may it decide anything: it runs what spec.json says.
+
+Run as: python -I supervisor.py <attempt_dir>
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+SPEC = "spec.json"
+"""Written by the executor before the supervisor starts: argv, workdir, grace and one entry per replica."""
+LOCK = "supervisor.lock"
+"""Held (flock) by the supervisor for its whole life: free lock + no exit record = the supervisor vanished."""
+SUPERVISOR = "supervisor.json"
+"""The supervisor's pid and start time, written once it holds the lock."""
+JOB = "job.json"
+"""The job's process group, its pids and when it started."""
+TERMINATE = "terminate.json"
+"""Written by the executor's terminate(): when SIGTERM was asked for and the SIGKILL deadline."""
+EXIT = "exit.json"
+"""The final record: kind (exited or lost), exit code, signal, when, and a detail line."""
+OUTPUT = "output.log"
+"""The job's stdout and stderr, combined, appended by every replica."""
+SUPERVISOR_LOG = "supervisor.log"
+"""The supervisor's own diagnostics."""
+
+EXIT_NOT_STARTED = 127
+"""Exit code recorded when the job's program could not be started (the shells' "command not found")."""
+
+TICK = 0.05
+"""Seconds between the supervisor's checks of its children and of terminate.json."""
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Replace `path` atomically (temporary file, fsync, rename, fsync of the directory)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, json.dumps(data, sort_keys=True).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The record at `path`, or None when it does not exist (records are only ever replaced whole)."""
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} does not hold a JSON object")
+    return data
+
+
+def exit_code_of(returncode: int) -> int:
+    """Popen's returncode as the shell convention: a death by signal N is 128 + N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def process_start_id(pid: int) -> str | None:
+    """The kernel's start time of `pid` (Linux /proc): tells a process from a later one with the same pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def signal_group(pgid: int, sig: int) -> bool:
+    """Send `sig` to the process group; False when the group no longer exists."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+    return True
+
+
+class Supervisor:
+    def __init__(self, attempt_dir: Path) -> None:
+        self.dir = attempt_dir
+        spec = read_json(attempt_dir / SPEC)
+        if spec is None:
+            raise FileNotFoundError(f"{attempt_dir / SPEC} is missing")
+        self.argv: list[str] = [str(a) for a in spec["argv"]]
+        self.workdir: str = str(spec["workdir"])
+        self.grace: int = int(spec["grace"])
+        self.replicas: list[dict[str, Any]] = list(spec["replicas"])
+        self.pgid = 0
+        self.kill_at: float | None = None
+        self.killed = False
+        self.signalled = False
+        self.terminated = False
+        self.stop_requested: float | None = None
+        self.gang_failed: float | None = None
+        self.terminate_mtime: int | None = None
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        # The supervisor itself was told to stop (e.g. at shutdown): end the job like a preemption.
+        self.stop_requested = time.time()
+
+    def _deadline(self, kill_at: float) -> None:
+        self.kill_at = kill_at if self.kill_at is None else min(self.kill_at, kill_at)
+
+    def _check_terminate(self, now: float) -> None:
+        """Apply terminate.json (from terminate()), a stop of the supervisor itself and a failed replica."""
+        path = self.dir / TERMINATE
+        try:
+            mtime: int | None = path.stat().st_mtime_ns
+        except FileNotFoundError:
+            mtime = None
+        if mtime is not None and mtime != self.terminate_mtime:
+            self.terminate_mtime = mtime
+            record = read_json(path)
+            if record is not None:
+                self.terminated = True
+                if record.get("signalled", False):
+                    self.signalled = True  # the executor already sent SIGTERM to the group
+                self._deadline(float(record["kill_at"]))
+        for since, is_stop in ((self.stop_requested, True), (self.gang_failed, False)):
+            if since is not None and self.kill_at is None:
+                self.terminated = self.terminated or is_stop
+                self._deadline(since + self.grace)
+        if self.kill_at is not None and not self.signalled:
+            self.signalled = True
+            signal_group(self.pgid, signal.SIGTERM)
+        if self.kill_at is not None and now >= self.kill_at and not self.killed:
+            self.killed = True
+            signal_group(self.pgid, signal.SIGKILL)
+
+    def _spawn(self, log_fd: int) -> list[subprocess.Popen[bytes]] | str:
+        procs: list[subprocess.Popen[bytes]] = []
+        for replica in self.replicas:
+            env = dict(os.environ)
+            env.update({str(k): str(v) for k, v in replica["env"].items()})
+            try:
+                proc = subprocess.Popen(
+                    self.argv,
+                    env=env,
+                    cwd=self.workdir,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log_fd,
+                    stderr=subprocess.STDOUT,
+                    close_fds=True,
+                    process_group=self.pgid,
+                )
+            except OSError as exc:
+                message = f"could not start {self.argv[0]!r}: {exc}"
+                os.write(log_fd, f"allotment: {message}\n".encode())
+                if procs:
+                    signal_group(self.pgid, signal.SIGKILL)
+                    for p in procs:
+                        p.wait()
+                return message
+            if not procs:
+                self.pgid = proc.pid
+            procs.append(proc)
+        return procs
+
+    def run(self) -> int:
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, self._on_signal)
+        log_fd = os.open(self.dir / OUTPUT, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        started = self._spawn(log_fd)
+        if isinstance(started, str):
+            write_json(
+                self.dir / EXIT,
+                {
+                    "kind": "exited",
+                    "exit_code": EXIT_NOT_STARTED,
+                    "signal": None,
+                    "ended_at": time.time(),
+                    "detail": started,
+                    "terminated": False,
+                },
+            )
+            return 0
+        procs = started
+        os.close(log_fd)
+        write_json(
+            self.dir / JOB,
+            {
+                "pgid": self.pgid,
+                "pids": [p.pid for p in procs],
+                "leader_start_id": process_start_id(self.pgid),
+                "started_at": time.time(),
+            },
+        )
+        try:
+            returncode = self._wait(procs)
+        finally:
+            # Nothing of the attempt outlives it: stragglers left in its process group are killed.
+            signal_group(self.pgid, signal.SIGKILL)
+        self.terminated = self.terminated or (self.dir / TERMINATE).exists()  # asked for just before it ended
+        code = exit_code_of(returncode)
+        sig = signal.Signals(-returncode).name if returncode < 0 else None
+        if sig is not None:
+            detail = f"killed by {sig}" + (" after the grace period" if self.killed else "")
+        else:
+            detail = f"exited with code {code}" + (" after SIGTERM" if self.terminated else "")
+        write_json(
+            self.dir / EXIT,
+            {
+                "kind": "exited",
+                "exit_code": code,
+                "signal": sig,
+                "ended_at": time.time(),
+                "detail": detail,
+                "terminated": self.terminated,
+            },
+        )
+        return 0
+
+    def _wait(self, procs: list[subprocess.Popen[bytes]]) -> int:
+        """Wait for every replica; the attempt's code is the first non-zero one, else 0."""
+        first_failure: int | None = None
+        running = list(procs)
+        while running:
+            for proc in list(running):
+                rc = proc.poll()
+                if rc is None:
+                    continue
+                running.remove(proc)
+                if rc != 0 and first_failure is None:
+                    first_failure = rc
+                    if running:
+                        # A failed replica ends the gang: the others get SIGTERM and the job's grace.
+                        self.gang_failed = time.time()
+            if not running:
+                break
+            self._check_terminate(time.time())
+            time.sleep(TICK)
+        return 0 if first_failure is None else first_failure
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: supervisor.py <attempt_dir>", file=sys.stderr)
+        return 2
+    attempt_dir = Path(argv[1]).resolve()
+    os.chdir(attempt_dir)
+    lock_fd = os.open(attempt_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock_fd, fcntl.LOCK_EX)
+    if (attempt_dir / SUPERVISOR).exists() or (attempt_dir / EXIT).exists():
+        return 0  # another supervisor already ran this attempt: launching is idempotent
+    write_json(attempt_dir / SUPERVISOR, {"pid": os.getpid(), "started_at": time.time()})
+    try:
+        return Supervisor(attempt_dir).run()
+    except Exception:
+        traceback.print_exc()
+        with contextlib.suppress(Exception):
+            job = read_json(attempt_dir / JOB)
+            if job is not None:
+                signal_group(int(job["pgid"]), signal.SIGKILL)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

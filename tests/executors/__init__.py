@@ -1,0 +1,1 @@
+"""Tests of the executors (the Slurm executor's tests live in tests/executors/slurm/)."""
