@@ -123,6 +123,8 @@ class JobRow(Base):
     attempt: Mapped[int]
     state_reason: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[Time]
+    cancel_requested_at: Mapped[Time | None]
+    """Set by a user's cancellation; the engine acts on it in its next cycle."""
 
 
 class JobEventRow(Base):
@@ -160,7 +162,13 @@ class RunRow(Base):
     kill_at: Mapped[Time | None]
     preempt_reason: Mapped[Name | None]
     preemptor: Mapped[Name | None]
+    requeue: Mapped[bool | None]
+    """Set with the preemption: whether the job goes back to the queue when this run ends."""
     idle_since: Mapped[Time | None]
+    backfill_for: Mapped[Name | None]
+    """The job whose planned start this run was placed around (it gives way to that plan)."""
+    confirmed_at: Mapped[Time | None]
+    """When the executor reported the run's processes running."""
 
 
 class SliceRow(Base):
@@ -241,3 +249,18 @@ class EngineStateRow(Base):
     __tablename__ = "engine_state"
     key: Mapped[Name] = mapped_column(primary_key=True)
     value: Mapped[Json]
+
+
+class PendingReasonRow(Base):
+    """Why each pending job waits, as the engine's last cycle explained it (promise 10). Rewritten only when the
+    reason changes."""
+
+    __tablename__ = "pending_reasons"
+    job_id: Mapped[Name] = mapped_column(ForeignKey("jobs.id"), primary_key=True)
+    blocker: Mapped[Name]
+    message: Mapped[str] = mapped_column(Text)
+    needed_gpus: Mapped[int]
+    free_gpus: Mapped[int]
+    estimated_start: Mapped[Time | None]
+    hints: Mapped[Json]
+    at: Mapped[Time]

@@ -105,6 +105,7 @@ def upgrade() -> None:
         sa.Column("attempt", sa.Integer(), nullable=False),
         sa.Column("state_reason", sa.Text(), nullable=False),
         sa.Column("updated_at", sa.BigInteger(), nullable=False),
+        sa.Column("cancel_requested_at", sa.BigInteger(), nullable=True),
         sa.ForeignKeyConstraint(["budget"], ["budgets.name"], name=op.f("fk_jobs_budget_budgets")),
         sa.ForeignKeyConstraint(["user"], ["users.name"], name=op.f("fk_jobs_user_users")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_jobs")),
@@ -209,6 +210,19 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("job_id", name=op.f("pk_reservations")),
     )
     op.create_table(
+        "pending_reasons",
+        sa.Column("job_id", sa.String(length=200), nullable=False),
+        sa.Column("blocker", sa.String(length=200), nullable=False),
+        sa.Column("message", sa.Text(), nullable=False),
+        sa.Column("needed_gpus", sa.Integer(), nullable=False),
+        sa.Column("free_gpus", sa.Integer(), nullable=False),
+        sa.Column("estimated_start", sa.BigInteger(), nullable=True),
+        sa.Column("hints", sa.JSON(), nullable=False),
+        sa.Column("at", sa.BigInteger(), nullable=False),
+        sa.ForeignKeyConstraint(["job_id"], ["jobs.id"], name=op.f("fk_pending_reasons_job_id_jobs")),
+        sa.PrimaryKeyConstraint("job_id", name=op.f("pk_pending_reasons")),
+    )
+    op.create_table(
         "runs",
         sa.Column("id", sa.String(length=200), nullable=False),
         sa.Column("job_id", sa.String(length=200), nullable=False),
@@ -228,7 +242,10 @@ def upgrade() -> None:
         sa.Column("kill_at", sa.BigInteger(), nullable=True),
         sa.Column("preempt_reason", sa.String(length=200), nullable=True),
         sa.Column("preemptor", sa.String(length=200), nullable=True),
+        sa.Column("requeue", sa.Boolean(), nullable=True),
         sa.Column("idle_since", sa.BigInteger(), nullable=True),
+        sa.Column("backfill_for", sa.String(length=200), nullable=True),
+        sa.Column("confirmed_at", sa.BigInteger(), nullable=True),
         sa.ForeignKeyConstraint(["job_id"], ["jobs.id"], name=op.f("fk_runs_job_id_jobs")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_runs")),
     )
@@ -252,6 +269,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index(op.f("ix_slices_run_id"), table_name="slices")
     op.drop_table("slices")
+    op.drop_table("pending_reasons")
     op.drop_index(op.f("ix_runs_job_id_attempt"), table_name="runs")
     op.drop_index(op.f("ix_runs_ended_at"), table_name="runs")
     op.drop_table("runs")

@@ -1,0 +1,121 @@
+"""Putting an engine together from a configuration: database, seeding, accounting, executor and clock.
+
+Owns: the settings of a running Allotment (configuration file, data directory, database URL, executor kind, clock)
+and the steps that turn them into a ready Engine: migrate the database, seed the fleet and organisation from the
+configuration, pick the executor, and build the SQL store with the period calendar.
+
+Must not: run the loop (server.py does) or decide anything.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from allotment.config import AllotmentConfig, load_config, to_core
+from allotment.core.cycle import AllotmentPolicy
+from allotment.core.policy import Policy
+from allotment.engine.clock import ScaledClock, SystemClock
+from allotment.engine.cycle import Engine
+from allotment.executors.local import LocalExecutor
+from allotment.ledger.periods import Cadence, PeriodSpec, Rollover
+from allotment.ports.clock import Clock
+from allotment.ports.executor import Executor
+from allotment.store.db import make_engine, session_factory
+from allotment.store.fleet import seed_from
+from allotment.store.migrate import upgrade
+from allotment.store.scheduling import Accounting, SqlSchedulingStore
+from allotment.store.tables import NodeRow
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    config: Path
+    data_dir: Path
+    database_url: str | None = None
+    executor: str = "local"
+    clock_factor: float = 1.0
+    """Engine seconds per wall second (1: real time)."""
+    charge_every: int = 300
+
+
+def period_spec(cfg: AllotmentConfig) -> PeriodSpec:
+    cadence = {"week": Cadence.WEEKLY, "month": Cadence.MONTHLY, "quarter": Cadence.QUARTERLY}[cfg.period.length.value]
+    return PeriodSpec(cadence, int(cfg.period.start_of(0).timestamp()))
+
+
+def database_url(settings: Settings) -> str:
+    if settings.database_url:
+        return settings.database_url
+    env = os.environ.get("ALLOT_DATABASE_URL")
+    if env:
+        return env
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{settings.data_dir / 'allotment.db'}"
+
+
+def seed(sessions: sessionmaker[Session], cfg: AllotmentConfig, now: int) -> None:
+    """Upsert the configuration's fleet, budgets, users, memberships and windows (nothing is deleted)."""
+    core = to_core(cfg)
+    members = [(b.name, m.user, m.role.value) for b in cfg.budgets for m in b.members]
+    admins = sorted({m.user for b in cfg.budgets for m in b.members if m.role.value == "admin"})
+    with sessions.begin() as session:
+        fresh = session.scalar(select(NodeRow.name).limit(1)) is None
+        seed_from(
+            session,
+            now=now,
+            clusters=core.clusters,
+            nodes=core.nodes if fresh else [],
+            budgets=core.budgets,
+            members=members,
+            users=[u.name for u in cfg.users],
+            admins=admins,
+            windows=core.windows,
+        )
+
+
+def make_clock(settings: Settings, sessions: sessionmaker[Session]) -> Clock:
+    if settings.clock_factor == 1.0:
+        return SystemClock()
+    from allotment.store.records import get_state, set_state
+
+    with sessions.begin() as session:
+        origin = get_state(session, "clock_origin")
+        if origin is None:
+            origin = {"engine": int(time.time()), "wall": time.time()}
+            set_state(session, "clock_origin", origin)
+    return ScaledClock(settings.clock_factor, int(origin["engine"]), float(origin["wall"]))
+
+
+def make_executor(settings: Settings, cfg: AllotmentConfig) -> Executor:
+    if settings.executor == "local":
+        nodes = [n.name for n in to_core(cfg).nodes]
+        return LocalExecutor(settings.data_dir / "executor", nodes)
+    raise ValueError(f"unknown executor {settings.executor!r} (choose: local)")
+
+
+@dataclass
+class Built:
+    engine: Engine
+    store: SqlSchedulingStore
+    sessions: sessionmaker[Session]
+    config: AllotmentConfig
+
+
+def build(settings: Settings, executor: Executor | None = None, policy: Policy | None = None) -> Built:
+    cfg = load_config(settings.config)
+    db = make_engine(database_url(settings))
+    upgrade(db)
+    sessions = session_factory(db)
+    clock = make_clock(settings, sessions)
+    seed(sessions, cfg, clock.now())
+    core = to_core(cfg)
+    accounting = Accounting(period_spec(cfg), Rollover(carry_credit=cfg.period.carry_over), settings.charge_every)
+    store = SqlSchedulingStore(sessions, core.policy, core.rates, accounting)
+    engine = Engine(store, executor or make_executor(settings, cfg), clock, policy or AllotmentPolicy())
+    return Built(engine, store, sessions, cfg)

@@ -1,0 +1,265 @@
+"""Applying one cycle's decisions to the database, inside the cycle's transaction.
+
+Owns: what each decision means for the rows — a start opens a run (metered from the decision, when the GPUs are
+handed over), grants its slice, drops its reservation and records a launch intent; a preemption signals the run
+and records a terminate intent (a lost node ends the run at once, refunded); a renewal extends the slice; a lapse
+reprices the run to opportunistic; reservations are replaced; pending reasons are rewritten where they changed.
+
+Must not: decide anything (the core did) or talk to an executor (intents are delivered after the commit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from allotment.core.decisions import Decisions, Preempt, PreemptReason, Start, WaitReason
+from allotment.core.model import Micro, PolicyConfig, RunClass, Seconds
+from allotment.ledger.charges import price_for, run_rate
+from allotment.ports.executor import LaunchSpec
+from allotment.ports.store import IntentKind
+from allotment.store.accounts import dialect_insert
+from allotment.store.metering import charge_run, new_run, refund_run, reprice_run
+from allotment.store.records import transition
+from allotment.store.tables import IntentRow, JobRow, NodeRow, PendingReasonRow, ReservationRow, RunRow, SliceRow
+
+
+def spec_to_json(spec: LaunchSpec) -> dict[str, Any]:
+    return {
+        "job_id": spec.job_id,
+        "attempt": spec.attempt,
+        "command": list(spec.command),
+        "placement": [{"node": a.node, "gpus": list(a.gpus)} for a in spec.placement],
+        "budget": spec.budget,
+        "user": spec.user,
+        "kind": spec.kind,
+        "grace": spec.grace,
+        "slice_end": spec.slice_end,
+        "env": dict(spec.env),
+        "workdir": spec.workdir,
+        "image": spec.image,
+    }
+
+
+def open_run(session: Session, job_id: str) -> RunRow | None:
+    return session.scalars(select(RunRow).where(RunRow.job_id == job_id, RunRow.ended_at.is_(None))).first()
+
+
+class Applier:
+    def __init__(self, session: Session, now: Seconds, policy: PolicyConfig, rates: Mapping[str, Micro]) -> None:
+        self.session = session
+        self.now = now
+        self.policy = policy
+        self.rates = rates
+        self.intents = 0
+        self._gpu_type: dict[str, str] = {}
+
+    def gpu_type(self, node: str) -> str:
+        if not self._gpu_type:
+            self._gpu_type = dict(self.session.execute(select(NodeRow.name, NodeRow.gpu_type)).all())
+        return self._gpu_type[node]
+
+    def intent(self, kind: IntentKind, job_id: str, attempt: int, run_id: str | None, payload: dict[str, Any]) -> None:
+        self.session.add(
+            IntentRow(
+                job_id=job_id, run_id=run_id, attempt=attempt, kind=kind.value, payload=payload, created_at=self.now
+            )
+        )
+        self.intents += 1
+
+    # -- decisions ---------------------------------------------------------------------------------------------
+    def apply(self, d: Decisions) -> None:
+        jobs = self._jobs({s.job_id for s in d.starts} | {p.job_id for p in d.preempts})
+        for p in d.preempts:
+            self.preempt(jobs[p.job_id], p)
+        for r in d.renews:
+            run = open_run(self.session, r.job_id)
+            if run is not None:
+                run.slice_end = r.slice_end
+                self.session.add(
+                    SliceRow(run_id=run.id, job_id=r.job_id, start=self.now, end=r.slice_end, kind="renew")
+                )
+        for lapse in d.lapses:
+            run = open_run(self.session, lapse.job_id)
+            if run is not None and run.run_class == RunClass.GUARANTEED.value:
+                reprice_run(self.session, run.id, self.now, RunClass.OPPORTUNISTIC, self.policy.opportunistic_price)
+        for s in d.starts:
+            self.start(jobs[s.job_id], s)
+        self.reservations(d)
+
+    def _jobs(self, ids: set[str]) -> dict[str, JobRow]:
+        if not ids:
+            return {}
+        rows = self.session.scalars(select(JobRow).where(JobRow.id.in_(sorted(ids))))
+        return {row.id: row for row in rows}
+
+    def start(self, job: JobRow, s: Start) -> None:
+        attempt = job.attempt
+        placement: list[dict[str, object]] = [{"node": a.node, "gpus": list(a.gpus)} for a in s.placement]
+        rate = run_rate(((self.gpu_type(a.node), len(a.gpus)) for a in s.placement), self.rates)
+        run = new_run(
+            self.session,
+            job_id=job.id,
+            attempt=attempt,
+            started_at=self.now,
+            placement=placement,
+            run_class=s.run_class,
+            slice_end=s.slice_end,
+            rate=rate,
+            price=price_for(s.run_class, self.policy),
+        )
+        run.backfill_for = s.backfill_for
+        if s.slice_end is not None:
+            self.session.add(SliceRow(run_id=run.id, job_id=job.id, start=self.now, end=s.slice_end, kind="grant"))
+        job.attempt = attempt + 1
+        nodes = ", ".join(a.node for a in s.placement)
+        transition(
+            self.session,
+            job,
+            "running",
+            self.now,
+            f"started ({s.rule}) as {s.run_class.value} on {nodes}"
+            + (f", slice until {s.slice_end}" if s.slice_end is not None else ""),
+        )
+        spec = LaunchSpec(
+            job_id=job.id,
+            attempt=attempt,
+            command=tuple(job.spec.get("command", ())),
+            placement=s.placement,
+            budget=job.budget,
+            user=job.user,
+            kind=job.kind,
+            grace=min(job.grace, self.policy.max_grace),
+            slice_end=s.slice_end,
+            env=dict(job.spec.get("env", {})),
+            workdir=job.spec.get("workdir"),
+            image=job.spec.get("image"),
+        )
+        self.intent(IntentKind.LAUNCH, job.id, attempt, run.id, spec_to_json(spec))
+
+    def preempt(self, job: JobRow, p: Preempt) -> None:
+        run = open_run(self.session, job.id)
+        if run is None or run.signalled_at is not None:
+            return
+        run.signalled_at, run.kill_at = self.now, self.now + p.grace
+        run.preempt_reason, run.preemptor, run.requeue = p.reason.value, p.preemptor, p.requeue
+        self.intent(IntentKind.TERMINATE, job.id, run.attempt, run.id, {"grace": p.grace})
+        why = f"preempted ({p.reason.value})" + (f" for {p.preemptor}" if p.preemptor else "")
+        if p.reason is PreemptReason.NODE_DOWN:
+            end_run(self.session, job, run, self.now, None, "node lost", self.policy)
+            return
+        transition(self.session, job, "preempting", self.now, f"{why}, grace {p.grace}s")
+
+    def reservations(self, d: Decisions) -> None:
+        keep = {r.job_id for r in d.reserves}
+        self.session.execute(
+            delete(ReservationRow).where(ReservationRow.job_id.not_in(keep)) if keep else delete(ReservationRow)
+        )
+        if not d.reserves:
+            return
+        stmt = dialect_insert(self.session)(ReservationRow)
+        for r in d.reserves:
+            values = {
+                "job_id": r.job_id,
+                "nodes": [[n, g] for n, g in r.nodes],
+                "planned_start": r.planned_start,
+                "kind": r.kind.value,
+                "since": r.since,
+            }
+            self.session.execute(
+                stmt.values(**values).on_conflict_do_update(
+                    index_elements=["job_id"],
+                    set_={"nodes": values["nodes"], "planned_start": r.planned_start, "kind": r.kind.value},
+                )
+            )
+
+
+def end_run(
+    session: Session, job: JobRow, run: RunRow, at: Seconds, exit_code: int | None, detail: str, policy: PolicyConfig
+) -> str:
+    """Close a run that has released its GPUs: charge it to its end, refund it when the fleet is at fault, and move
+    its job on (requeued, or to its final state). Returns the job's new state."""
+    run.ended_at = max(at, run.started_at)
+    run.exit_code = exit_code
+    run.end_reason = detail
+    charge_run(session, run.id, run.ended_at)
+    reason = run.preempt_reason
+    fleet_fault = detail == "node lost" or reason in (PreemptReason.FORCED.value, PreemptReason.NODE_DOWN.value)
+    if fleet_fault:
+        refund_run(session, run.id, run.ended_at, f"{detail or reason}: refunded to {job.budget}")
+    if job.cancel_requested_at is not None:
+        state, why = "cancelled", "cancelled by its owner"
+    elif reason is not None:
+        if run.requeue if run.requeue is not None else job.requeue:
+            state, why = "pending", f"requeued after {reason}"
+        elif reason == PreemptReason.MAX_RUNTIME.value:
+            state, why = "failed", "reached its maximum runtime"
+        else:
+            state, why = "completed", f"ended: {reason}"
+    elif fleet_fault:
+        state, why = ("pending", "requeued: its node was lost") if job.requeue else ("lost", "its node was lost")
+    elif exit_code == 0:
+        state, why = "completed", "exited 0"
+    else:
+        state, why = "failed", f"exited with code {exit_code}" + (f" ({detail})" if detail else "")
+    transition(session, job, state, run.ended_at, why)
+    session.execute(delete(PendingReasonRow).where(PendingReasonRow.job_id == job.id))
+    return state
+
+
+def reason_values(r: WaitReason) -> tuple[object, ...]:
+    return (
+        r.blocker.value,
+        r.message,
+        r.needed_gpus,
+        r.free_gpus,
+        r.estimated_start,
+        tuple((h.kind.value, h.detail, h.start) for h in r.hints),
+    )
+
+
+def reason_hints(r: WaitReason) -> list[tuple[str, str, Seconds | None]]:
+    return [(h.kind.value, h.detail, h.start) for h in r.hints]
+
+
+def write_reasons(
+    session: Session,
+    pending: Mapping[str, WaitReason],
+    started: set[str],
+    now: Seconds,
+    cache: dict[str, tuple[object, ...]],
+) -> int:
+    """Upsert the reasons that changed since the last cycle (`cache` holds what was last written)."""
+    stmt = dialect_insert(session)(PendingReasonRow)
+    changed: list[dict[str, object]] = []
+    for job_id, reason in pending.items():
+        values = reason_values(reason)
+        if cache.get(job_id) != values:
+            cache[job_id] = values
+            changed.append(
+                {
+                    "job_id": job_id,
+                    "blocker": values[0],
+                    "message": values[1],
+                    "needed_gpus": values[2],
+                    "free_gpus": values[3],
+                    "estimated_start": values[4],
+                    "hints": [{"kind": k, "detail": d, "start": t} for k, d, t in reason_hints(reason)],
+                    "at": now,
+                }
+            )
+    for row in changed:
+        session.execute(
+            stmt.values(**row).on_conflict_do_update(
+                index_elements=["job_id"], set_={k: v for k, v in row.items() if k != "job_id"}
+            )
+        )
+    gone = [j for j in cache if j not in pending]
+    for j in gone:
+        del cache[j]
+    if started:
+        session.execute(delete(PendingReasonRow).where(PendingReasonRow.job_id.in_(sorted(started))))
+    return len(changed)

@@ -1,0 +1,107 @@
+"""Writing users' requests: submissions and cancellations (the engine acts on them in its next cycle).
+
+Owns: inserting a job in the pending state with its first history record, idempotently per client request id,
+and marking a cancellation request. Must not: start, stop or place anything (the engine is the single writer of
+scheduling state).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from allotment.core.model import ContractClass, JobKind, Seconds
+from allotment.store.tables import JobEventRow, JobRow
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    budget: str
+    user: str
+    command: Sequence[str]
+    gpus: int
+    replicas: int = 1
+    name: str = ""
+    kind: JobKind = JobKind.BATCH
+    contract: ContractClass = ContractClass.GUARANTEED
+    slice_seconds: Seconds = 3600
+    priority: int = 0
+    grace: Seconds = 60
+    max_runtime: Seconds | None = None
+    gpu_types: Sequence[str] = ()
+    clusters: Sequence[str] = ()
+    fallback_opportunistic: bool = False
+    requeue: bool = True
+    env: Mapping[str, str] = field(default_factory=dict)
+    image: str | None = None
+    workdir: str | None = None
+    request_id: str | None = None
+    job_id: str | None = None
+
+
+def new_job_id() -> str:
+    return "j-" + uuid.uuid4().hex[:12]
+
+
+def submit(session: Session, sub: Submission, now: Seconds) -> tuple[JobRow, bool]:
+    """Insert the job (pending) with its first history record. With a `request_id` a retried submission returns the
+    job the first one created and False; a new job returns True. Commits nothing: the caller owns the
+    transaction."""
+    if sub.request_id is not None:
+        found = session.scalars(select(JobRow).where(JobRow.request_id == sub.request_id)).first()
+        if found is not None:
+            return found, False
+    job = JobRow(
+        id=sub.job_id or new_job_id(),
+        request_id=sub.request_id,
+        budget=sub.budget,
+        user=sub.user,
+        name=sub.name or (sub.command[0] if sub.command else "job"),
+        spec={"command": list(sub.command), "env": dict(sub.env), "image": sub.image, "workdir": sub.workdir},
+        gpus=sub.gpus,
+        replicas=sub.replicas,
+        kind=sub.kind.value,
+        contract=sub.contract.value,
+        slice_seconds=sub.slice_seconds,
+        priority=sub.priority,
+        grace=sub.grace,
+        max_runtime=sub.max_runtime,
+        gpu_types=list(sub.gpu_types),
+        clusters=list(sub.clusters),
+        fallback_opportunistic=sub.fallback_opportunistic,
+        requeue=sub.requeue,
+        submitted_at=now,
+        state="pending",
+        attempt=0,
+        state_reason="submitted",
+        updated_at=now,
+    )
+    try:
+        with session.begin_nested():
+            session.add(job)
+            session.flush()
+            session.add(JobEventRow(job_id=job.id, at=now, from_state=None, to_state="pending", reason="submitted"))
+            session.flush()
+    except IntegrityError:
+        if sub.request_id is None:
+            raise
+        found = session.scalars(select(JobRow).where(JobRow.request_id == sub.request_id)).first()
+        if found is None:
+            raise
+        return found, False
+    return job, True
+
+
+def request_cancel(session: Session, job_id: str, now: Seconds) -> JobRow | None:
+    """Mark a cancellation; returns the job, or None when it does not exist. Cancelling twice is harmless."""
+    job = session.get(JobRow, job_id)
+    if job is None:
+        return None
+    if job.cancel_requested_at is None and job.state in ("pending", "running", "preempting"):
+        job.cancel_requested_at = now
+    return job

@@ -1,0 +1,241 @@
+"""The SQL implementation of the engine's Store port (ports/store.py) on SQLite and PostgreSQL.
+
+Owns: the transaction boundaries of the engine — recording executor events, the atomic cycle (period rollover,
+cancellations, snapshot, decide, apply, charges, fair-share usage, pending reasons), the intent outbox and the
+queries the engine's loop and reconciliation need.
+
+Must not: decide (the policy does), or call the executor (the engine delivers intents after commit).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from allotment.core.model import Allocation, Micro, PolicyConfig, Seconds
+from allotment.ledger.charges import Meter, accrue
+from allotment.ledger.periods import PeriodSpec, Rollover, period_at
+from allotment.ledger.usage import usage_after
+from allotment.ports.executor import EventKind, ExecutorEvent, LaunchSpec
+from allotment.ports.store import CycleReport, Decide, Intent, IntentKind
+from allotment.store.accounts import open_period, post
+from allotment.store.apply import Applier, end_run, open_run, write_reasons
+from allotment.store.records import get_state, set_state, transition
+from allotment.store.snapshot import load_snapshot
+from allotment.store.tables import BudgetUsageRow, IntentRow, JobRow, PeriodRow, RunRow
+
+
+@dataclass(frozen=True, slots=True)
+class Accounting:
+    """How money and usage are kept: the period calendar, what a new period inherits, and how often open runs are
+    charged (they are always charged when they end or change price)."""
+
+    period: PeriodSpec
+    rollover: Rollover = field(default_factory=Rollover)
+    charge_every: Seconds = 300
+
+
+class SqlSchedulingStore:
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        policy: PolicyConfig,
+        rates: Mapping[str, Micro],
+        accounting: Accounting,
+    ) -> None:
+        self.sessions = sessions
+        self.policy = policy
+        self.rates = dict(rates)
+        self.accounting = accounting
+        self._reasons: dict[str, tuple[object, ...]] = {}
+
+    # -- executor events ---------------------------------------------------------------------------------------
+    def record_events(self, events: Sequence[ExecutorEvent], now: Seconds) -> int:
+        changed = 0
+        if not events:
+            return 0
+        with self.sessions.begin() as session:
+            self._ensure_period(session, now)
+            for ev in events:
+                run = session.scalars(
+                    select(RunRow).where(RunRow.job_id == ev.job_id, RunRow.attempt == ev.attempt)
+                ).first()
+                if run is None or run.ended_at is not None:
+                    continue  # an event for a run already closed (a repeat after a restart) changes nothing
+                if ev.kind is EventKind.STARTED:
+                    if run.confirmed_at is None:
+                        run.confirmed_at = ev.at
+                        changed += 1
+                elif ev.kind in (EventKind.EXITED, EventKind.LOST):
+                    job = session.get(JobRow, ev.job_id)
+                    assert job is not None
+                    detail = "node lost" if ev.kind is EventKind.LOST else ev.detail
+                    end_run(session, job, run, min(max(ev.at, run.started_at), now), ev.exit_code, detail, self.policy)
+                    changed += 1
+                elif ev.kind is EventKind.ATTACHED:
+                    run.idle_since = None
+                elif ev.kind is EventKind.DETACHED:
+                    run.idle_since = ev.at
+        return changed
+
+    # -- the cycle ---------------------------------------------------------------------------------------------
+    def cycle(self, decide: Decide, now: Seconds) -> CycleReport:
+        timings: dict[str, float] = {}
+        with self.sessions.begin() as session:
+            t0 = time.perf_counter()
+            period = self._ensure_period(session, now)
+            self._advance_usage(session, now)
+            cancelled = self._cancellations(session, now)
+            snap = load_snapshot(session, now, self.policy, self.rates, period)
+            t1 = time.perf_counter()
+            decisions = decide(snap, now)
+            t2 = time.perf_counter()
+            applier = Applier(session, now, self.policy, self.rates)
+            applier.apply(decisions)
+            charged = self._charge_due(session, now, period)
+            write_reasons(session, decisions.pending, {s.job_id for s in decisions.starts}, now, self._reasons)
+            set_state(session, "last_cycle", now)
+            t3 = time.perf_counter()
+        timings.update(load=t1 - t0, decide=t2 - t1, apply=t3 - t2)
+        return CycleReport(now, decisions, applier.intents + cancelled, charged, timings)
+
+    def _ensure_period(self, session: Session, now: Seconds) -> str:
+        """The id of the open period holding `now`, rolling over (charging open runs up to the boundary in the
+        old period first) when a new period has begun."""
+        period = period_at(self.accounting.period, now)
+        current = get_state(session, "period")
+        if current != period.id:
+            old = session.get(PeriodRow, current) if current is not None else None
+            if old is not None and not old.closed:
+                self._charge_open_runs(session, old.end, old.id)
+            open_period(session, self.accounting.period, now, self.accounting.rollover)
+            set_state(session, "period", period.id)
+        return period.id
+
+    def _charge_open_runs(
+        self, session: Session, until: Seconds, period_id: str, due_before: Seconds | None = None
+    ) -> Micro:
+        total = 0
+        stmt = select(RunRow, JobRow.budget).join(JobRow, JobRow.id == RunRow.job_id).where(RunRow.ended_at.is_(None))
+        if due_before is not None:
+            stmt = stmt.where(RunRow.charged_until <= due_before)
+        for run, budget in session.execute(stmt).all():
+            meter = Meter(run.id, run.job_id, budget, run.rate_micro, run.price, run.price_since, run.charged_until)
+            entry, advanced = accrue(meter, until, period_id)
+            run.charged_until = advanced.charged_until
+            if entry is not None and post(session, entry):
+                total -= entry.amount
+        return total
+
+    def _charge_due(self, session: Session, now: Seconds, period_id: str) -> Micro:
+        return self._charge_open_runs(session, now, period_id, due_before=now - self.accounting.charge_every)
+
+    def _advance_usage(self, session: Session, now: Seconds) -> None:
+        """Bring every budget's decayed fair-share usage to `now`, adding what its open runs held since the last
+        cycle (at full price, in credits)."""
+        last = get_state(session, "usage_at")
+        held: dict[str, Micro] = {}
+        for budget, rate in session.execute(
+            select(JobRow.budget, func.sum(RunRow.rate_micro))
+            .join(RunRow, RunRow.job_id == JobRow.id)
+            .where(RunRow.ended_at.is_(None))
+            .group_by(JobRow.budget)
+        ):
+            held[budget] = int(rate)
+        if last is not None and now <= last:
+            return
+        rows = {r.budget: r for r in session.scalars(select(BudgetUsageRow))}
+        half = self.policy.usage_half_life
+        for budget in set(rows) | set(held):
+            row = rows.get(budget)
+            if row is None:
+                session.add(BudgetUsageRow(budget=budget, usage=0.0, as_of=now))
+                continue
+            if now > row.as_of:
+                row.usage = usage_after(row.usage, row.as_of, now, half, held.get(budget, 0))
+                row.as_of = now
+        set_state(session, "usage_at", now)
+
+    def _cancellations(self, session: Session, now: Seconds) -> int:
+        """Act on cancellations users asked for: pending jobs end now; running ones are told to leave."""
+        intents = 0
+        for job in session.scalars(
+            select(JobRow).where(
+                JobRow.cancel_requested_at.is_not(None), JobRow.state.in_(("pending", "running", "preempting"))
+            )
+        ):
+            run = open_run(session, job.id)
+            if run is None:
+                transition(session, job, "cancelled", now, "cancelled by its owner")
+                continue
+            if run.signalled_at is None:
+                grace = min(job.grace, self.policy.max_grace)
+                run.signalled_at, run.kill_at, run.preempt_reason, run.requeue = now, now + grace, "cancelled", False
+                session.add(
+                    IntentRow(
+                        job_id=job.id,
+                        run_id=run.id,
+                        attempt=run.attempt,
+                        kind="terminate",
+                        payload={"grace": grace},
+                        created_at=now,
+                    )
+                )
+                transition(session, job, "preempting", now, f"cancelling: grace {grace}s")
+                intents += 1
+        return intents
+
+    # -- outbox and reconciliation -----------------------------------------------------------------------------
+    def undelivered(self) -> list[Intent]:
+        with self.sessions() as session:
+            rows = session.scalars(select(IntentRow).where(IntentRow.delivered_at.is_(None)).order_by(IntentRow.id))
+            return [intent_of(r) for r in rows]
+
+    def mark_delivered(self, ids: Sequence[int], at: Seconds) -> None:
+        if not ids:
+            return
+        with self.sessions.begin() as session:
+            session.execute(update(IntentRow).where(IntentRow.id.in_(list(ids))).values(delivered_at=at))
+
+    def open_runs(self) -> Mapping[str, int]:
+        with self.sessions() as session:
+            return dict(
+                session.execute(select(RunRow.job_id, RunRow.attempt).where(RunRow.ended_at.is_(None))).all()
+            )
+
+    def next_deadline(self, now: Seconds) -> Seconds | None:
+        with self.sessions() as session:
+            times = [
+                session.scalar(
+                    select(func.min(RunRow.slice_end)).where(RunRow.ended_at.is_(None), RunRow.slice_end > now)
+                ),
+                session.scalar(select(func.min(RunRow.kill_at)).where(RunRow.ended_at.is_(None), RunRow.kill_at > now)),
+            ]
+        found = [int(t) for t in times if t is not None]
+        return min(found) if found else None
+
+
+def intent_of(row: IntentRow) -> Intent:
+    kind = IntentKind(row.kind)
+    if kind is IntentKind.TERMINATE:
+        return Intent(row.id, kind, row.job_id, row.attempt, None, int(row.payload.get("grace", 0)))
+    p = row.payload
+    spec = LaunchSpec(
+        job_id=p["job_id"],
+        attempt=int(p["attempt"]),
+        command=tuple(p["command"]),
+        placement=tuple(Allocation(a["node"], tuple(a["gpus"])) for a in p["placement"]),
+        budget=p["budget"],
+        user=p["user"],
+        kind=p["kind"],
+        grace=int(p["grace"]),
+        slice_end=p["slice_end"],
+        env=dict(p.get("env") or {}),
+        workdir=p.get("workdir"),
+        image=p.get("image"),
+    )
+    return Intent(row.id, kind, row.job_id, row.attempt, spec, spec.grace)

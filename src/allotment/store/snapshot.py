@@ -1,0 +1,267 @@
+"""Reading the scheduling snapshot out of the database for one cycle.
+
+Owns: turning rows (fleet, budgets, balances less what open runs have accrued but not yet posted, decayed usage,
+active jobs with their current runs, windows, reservations) into the core's immutable Snapshot, with plain Core
+selects (no ORM objects on this hot path).
+
+Must not: write anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from allotment.core.model import (
+    Account,
+    Allocation,
+    Budget,
+    CapacityWindow,
+    Cluster,
+    ContractClass,
+    Job,
+    JobKind,
+    Micro,
+    Node,
+    NodeState,
+    PolicyConfig,
+    Preemption,
+    Reservation,
+    ReservationKind,
+    Run,
+    RunClass,
+    Seconds,
+    Snapshot,
+)
+from allotment.core.units import charge_between
+from allotment.ledger.entries import INFRASTRUCTURE
+from allotment.store.accounts import balances
+from allotment.store.metering import usages
+from allotment.store.tables import (
+    BudgetRow,
+    ClusterRow,
+    JobRow,
+    NodeRow,
+    ReservationRow,
+    RunRow,
+    WindowRow,
+)
+
+ACTIVE_STATES = ("pending", "running", "preempting")
+
+
+def placement_of(raw: Any) -> tuple[Allocation, ...]:
+    return tuple(Allocation(str(a["node"]), tuple(int(g) for g in a["gpus"])) for a in raw)
+
+
+def unposted(rate: Micro, price: int, price_since: Seconds, charged_until: Seconds, now: Seconds) -> Micro:
+    """What an open run has accrued since it was last charged (not yet in the ledger)."""
+    if now <= charged_until:
+        return 0
+    return charge_between(1, rate, price, price_since, charged_until, now)
+
+
+def load_snapshot(
+    session: Session,
+    now: Seconds,
+    policy: PolicyConfig,
+    rates: Mapping[str, Micro],
+    period_id: str,
+) -> Snapshot:
+    clusters = tuple(
+        Cluster(name, tuple(topology))
+        for name, topology in session.execute(select(ClusterRow.name, ClusterRow.topology))
+    )
+    nodes = tuple(
+        Node(
+            name,
+            cluster,
+            gpu_type,
+            gpus,
+            tuple(sorted((str(k), str(v)) for k, v in (labels or {}).items())),
+            NodeState(state),
+            bool(forced),
+        )
+        for name, cluster, gpu_type, gpus, labels, state, forced in session.execute(
+            select(
+                NodeRow.name,
+                NodeRow.cluster,
+                NodeRow.gpu_type,
+                NodeRow.gpus,
+                NodeRow.labels,
+                NodeRow.state,
+                NodeRow.forced,
+            ).order_by(NodeRow.name)
+        )
+    )
+    budgets = tuple(
+        Budget(name, parent, allocation, max_gpus)
+        for name, parent, allocation, max_gpus in session.execute(
+            select(BudgetRow.name, BudgetRow.parent, BudgetRow.allocation_micro, BudgetRow.max_gpus).order_by(
+                BudgetRow.name
+            )
+        )
+        if name != INFRASTRUCTURE
+    )
+    money = balances(session, period_id)
+    usage = usages(session, now, policy.usage_half_life)
+
+    runs: dict[str, Run] = {}
+    owed: dict[str, Micro] = {}
+    run_rows = session.execute(
+        select(
+            RunRow.job_id,
+            RunRow.placement,
+            RunRow.started_at,
+            RunRow.run_class,
+            RunRow.slice_end,
+            RunRow.signalled_at,
+            RunRow.kill_at,
+            RunRow.preempt_reason,
+            RunRow.preemptor,
+            RunRow.idle_since,
+            RunRow.backfill_for,
+            RunRow.rate_micro,
+            RunRow.price,
+            RunRow.price_since,
+            RunRow.charged_until,
+        ).where(RunRow.ended_at.is_(None))
+    )
+    accrued: dict[str, Micro] = {}
+    for (
+        job_id,
+        placement,
+        started,
+        run_class,
+        slice_end,
+        signalled,
+        kill_at,
+        reason,
+        preemptor,
+        idle_since,
+        backfill_for,
+        rate,
+        price,
+        price_since,
+        charged_until,
+    ) in run_rows:
+        preemption = None
+        if signalled is not None:
+            preemption = Preemption(signalled, kill_at if kill_at is not None else signalled, reason or "", preemptor)
+        runs[job_id] = Run(
+            placement_of(placement), started, RunClass(run_class), slice_end, preemption, idle_since, backfill_for
+        )
+        accrued[job_id] = unposted(rate, price, price_since, charged_until, now)
+
+    jobs: list[Job] = []
+    for row in session.execute(
+        select(
+            JobRow.id,
+            JobRow.budget,
+            JobRow.user,
+            JobRow.gpus,
+            JobRow.replicas,
+            JobRow.kind,
+            JobRow.contract,
+            JobRow.slice_seconds,
+            JobRow.priority,
+            JobRow.grace,
+            JobRow.max_runtime,
+            JobRow.submitted_at,
+            JobRow.gpu_types,
+            JobRow.clusters,
+            JobRow.fallback_opportunistic,
+            JobRow.requeue,
+            JobRow.state,
+            JobRow.cancel_requested_at,
+        ).where(JobRow.state.in_(ACTIVE_STATES))
+    ):
+        (
+            jid,
+            budget,
+            user,
+            gpus,
+            replicas,
+            kind,
+            contract,
+            slice_s,
+            prio,
+            grace,
+            max_rt,
+            submitted,
+            types,
+            clusters_,
+            fallback,
+            requeue,
+            state,
+            cancel,
+        ) = row
+        run = runs.get(jid)
+        if state == "pending" and (run is not None or cancel is not None):
+            continue  # a run that has not ended yet (reconciled elsewhere) or a cancellation to act on first
+        if state != "pending" and run is None:
+            continue
+        if jid in accrued:
+            owed[budget] = owed.get(budget, 0) + accrued[jid]
+        jobs.append(
+            Job(
+                jid,
+                budget,
+                user,
+                gpus,
+                replicas,
+                JobKind(kind),
+                ContractClass(contract),
+                slice_s,
+                prio,
+                grace,
+                max_rt,
+                submitted,
+                tuple(types),
+                tuple(clusters_),
+                bool(fallback),
+                bool(requeue),
+                run,
+            )
+        )
+    accounts = {b.name: Account(money.get(b.name, 0) - owed.get(b.name, 0), usage.get(b.name, 0.0)) for b in budgets}
+    windows = tuple(
+        CapacityWindow(wid, budget, cluster, gpu_type, gpus, start, end)
+        for wid, budget, cluster, gpu_type, gpus, start, end in session.execute(
+            select(
+                WindowRow.id,
+                WindowRow.budget,
+                WindowRow.cluster,
+                WindowRow.gpu_type,
+                WindowRow.gpus,
+                WindowRow.start,
+                WindowRow.end,
+            ).where(WindowRow.end > now)
+        )
+    )
+    reservations = tuple(
+        Reservation(job_id, tuple((str(n), int(g)) for n, g in nodes_), planned, ReservationKind(kind), since)
+        for job_id, nodes_, planned, kind, since in session.execute(
+            select(
+                ReservationRow.job_id,
+                ReservationRow.nodes,
+                ReservationRow.planned_start,
+                ReservationRow.kind,
+                ReservationRow.since,
+            )
+        )
+    )
+    return Snapshot(
+        clusters=clusters,
+        nodes=nodes,
+        rates=dict(rates),
+        budgets=budgets,
+        accounts=accounts,
+        jobs=tuple(jobs),
+        windows=windows,
+        reservations=reservations,
+        policy=policy,
+    )
