@@ -38,7 +38,7 @@ def test_gang_never_spans_clusters() -> None:
     w.pending("gang", "a", gpus=8, replicas=2)
     d = decide(w.snapshot(), 100)
     assert d.starts == ()
-    assert d.pending["gang"].blocker is Blocker.CAPACITY
+    assert d.pending["gang"].blocker is Blocker.NO_POOL  # no single cluster has two nodes
 
 
 @dataclass(frozen=True)

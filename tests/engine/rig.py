@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -72,7 +73,7 @@ class Rig:
         gpus: int = 8,
         *,
         outcome: Outcome | None = None,
-        **kw: object,
+        **kw: Any,
     ) -> str:
         if outcome is not None:
             self.outcomes[job_id] = outcome
@@ -81,7 +82,7 @@ class Rig:
                 s,
                 Submission(budget=budget, user=user, command=["train", job_id], gpus=gpus, job_id=job_id, **kw),
                 self.clock.now(),
-            )  # type: ignore[arg-type]
+            )
         return job_id
 
     def cancel(self, job_id: str) -> None:

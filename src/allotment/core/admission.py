@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from allotment.core.capacity import NodeSlot, Occupant, Pool, is_quick
 from allotment.core.decisions import Blocker, PreemptReason, Reserve
-from allotment.core.model import ContractClass, Job, JobKind, ReservationKind, RunClass, Seconds
+from allotment.core.model import ContractClass, Job, JobKind, Micro, ReservationKind, RunClass, Seconds
 from allotment.core.placement import Placement, choose_block, find_free, gpus_held, node_size, nodes_needed
 from allotment.core.preemption import victims_on_node
 from allotment.core.reservations import backfill_cannot_delay, claim
@@ -41,40 +41,82 @@ class Terms:
 
 
 def terms(st: CycleState, job: Job, ignore_windows_of: str | None = None) -> Terms:
-    """The run class, pools and slice ends a pending job could start with now (rule `slice-funding`)."""
-    pools = st.pools(job)
-    usable = [p for p in pools if nodes_needed(job, node_size(st.cap, p)) > 0]
+    """The run class, pools and slice ends a pending job could start with now (rule `slice-funding`). Cached per
+    budget and job shape until the budget's promised money changes."""
+    key = (
+        job.budget,
+        job.gpu_types,
+        job.clusters,
+        job.gpus,
+        job.replicas,
+        job.kind,
+        job.contract,
+        job.slice_seconds,
+        job.fallback_opportunistic,
+        ignore_windows_of,
+        st.committed.get(job.budget, 0),
+    )
+    found = st.terms_cache.get(key)
+    if found is None:
+        found = _terms(st, job, ignore_windows_of)
+        st.terms_cache[key] = found
+    return found
+
+
+def pool_costs(st: CycleState, job: Job) -> tuple[tuple[Pool, int, Micro], ...]:
+    """(pool, GPUs held there, cost of a whole slice there) for every pool the job could ever run in; cached per
+    job shape (it does not depend on the budget)."""
+    key = (job.gpu_types, job.clusters, job.gpus, job.replicas, job.kind, job.slice_seconds)
+    found = st.pool_costs.get(key)
+    if found is None:
+        length = st.slice_length(job)
+        out = []
+        for pool in st.pools(job):
+            size = node_size(st.cap, pool)
+            k = nodes_needed(job, size)
+            need = job.total_gpus if k == 1 else size
+            if k > 0 and sum(1 for g in st.cap.nodes_up.get(pool, ()) if g >= need) >= k:
+                held = gpus_held(job, size)
+                out.append((pool, held, st.slice_cost(job, held, pool, length)))
+        found = st.pool_costs[key] = tuple(out)
+    return found
+
+
+def _terms(st: CycleState, job: Job, ignore_windows_of: str | None) -> Terms:
+    usable = pool_costs(st, job)
     if not usable:
         return Terms(RunClass.OPPORTUNISTIC, (), (), Blocker.NO_POOL)
     now = st.now
     if job.contract is ContractClass.OPPORTUNISTIC and job.kind is JobKind.BATCH:
-        return Terms(RunClass.OPPORTUNISTIC, tuple(usable), tuple(None for _ in usable), None)
+        return Terms(RunClass.OPPORTUNISTIC, tuple(p for p, _, _ in usable), tuple(None for _ in usable), None)
     run_class = RunClass.SESSION if job.kind is JobKind.SESSION else RunClass.GUARANTEED
     length = st.slice_length(job)
     funded: list[Pool] = []
     ends: list[Seconds | None] = []
     blocker = Blocker.FUNDS
     available = st.available(job.budget)
-    for pool in usable:
-        held = gpus_held(job, node_size(st.cap, pool))
+    windows = st.windows
+    for pool, held, full_cost in usable:
         end = now + length
-        if job.budget != ignore_windows_of:
-            if not st.windows.window_lends_idle(job.budget, pool, held):
+        price = full_cost
+        if job.budget != ignore_windows_of and pool in windows.by_pool:
+            if not windows.window_lends_idle(job.budget, pool, held):
                 blocker = Blocker.WINDOW
                 continue
-            end = st.windows.slice_end_before_window(job.budget, pool, held, end)
-        short = end - now < (length if job.kind is JobKind.SESSION else st.pol.min_slice)
-        if short:
-            blocker = Blocker.WINDOW
-            continue
-        if available < st.slice_cost(job, held, pool, end - now):
+            end = windows.slice_end_before_window(job.budget, pool, held, end)
+            if end - now < (length if job.kind is JobKind.SESSION else st.pol.min_slice):
+                blocker = Blocker.WINDOW
+                continue
+            if end != now + length:
+                price = st.slice_cost(job, held, pool, end - now)
+        if available < price:
             continue
         funded.append(pool)
         ends.append(end)
     if funded:
         return Terms(run_class, tuple(funded), tuple(ends), None)
     if job.fallback_opportunistic and job.kind is JobKind.BATCH:
-        return Terms(RunClass.OPPORTUNISTIC, tuple(usable), tuple(None for _ in usable), None)
+        return Terms(RunClass.OPPORTUNISTIC, tuple(p for p, _, _ in usable), tuple(None for _ in usable), None)
     return Terms(run_class, (), (), blocker)
 
 

@@ -57,10 +57,10 @@ class NodeSlot:
     free: list[int]
     occupants: list[Occupant] = field(default_factory=list)
     claim: Claim | None = None
+    accepts: bool = False
 
-    @property
-    def accepts(self) -> bool:
-        return self.node.accepts_work
+    def __post_init__(self) -> None:
+        self.accepts = self.node.accepts_work
 
 
 def grace_of(job: Job, max_grace: Seconds) -> Seconds:
@@ -89,6 +89,14 @@ class Capacity:
         self.pools: dict[Pool, list[int]] = {}
         for slot in self.nodes:
             self.pools.setdefault(slot.pool, []).append(slot.idx)
+        self.node_size: dict[Pool, int] = {
+            pool: max(self.nodes[i].node.gpus for i in idxs) for pool, idxs in self.pools.items()
+        }
+        self.nodes_up: dict[Pool, list[int]] = {
+            pool: sorted(self.nodes[i].node.gpus for i in idxs if self.nodes[i].node.state.value != "down")
+            for pool, idxs in self.pools.items()
+        }
+        """GPU counts of the nodes of each pool that are not lost (they could hold work again)."""
         self.pool_capacity: dict[Pool, int] = {}
         for pool, idxs in self.pools.items():
             self.pool_capacity[pool] = sum(self.nodes[i].node.gpus for i in idxs if self._usable(self.nodes[i]))
@@ -120,6 +128,8 @@ class Capacity:
                 if quick and slot.accepts:
                     c = slot.node.cluster
                     self.quick_free[c] = self.quick_free.get(c, 0) + len(held)
+        self.version = 0
+        self._fit_cache: dict[tuple[int, int, tuple[Pool, ...]], tuple[int, bool]] = {}
         # best-fit buckets: pool → list indexed by free count → sorted node indices (accepting nodes only)
         self.buckets: dict[Pool, list[list[int]]] = {}
         for pool, idxs in self.pools.items():
@@ -163,11 +173,36 @@ class Capacity:
             out.extend(buckets[count])
         return out
 
+    def could_fit(self, gpus: int, replicas: int, pools: list[Pool]) -> bool:
+        """An optimistic test (ignoring headroom, claims and funds): does some pool have a node with enough free
+        GPUs, or enough wholly free nodes, for this gang? Cached until GPUs are taken."""
+        key = (gpus, replicas, tuple(pools))
+        hit = self._fit_cache.get(key)
+        if hit is not None and hit[0] == self.version:
+            return hit[1]
+        total = gpus * replicas
+        ok = False
+        for pool in pools:
+            size = self.node_size.get(pool, 0)
+            if size <= 0 or gpus > size:
+                continue
+            if total <= size:
+                ok = self.max_free_in_pool(pool) >= total
+            else:
+                per_node = size // gpus
+                need = -(-replicas // per_node)
+                ok = len(self.buckets[pool][size]) >= need
+            if ok:
+                break
+        self._fit_cache[key] = (self.version, ok)
+        return ok
+
     # -- changing ----------------------------------------------------------------------------------------------
     def take(self, idx: int, gpus: int, quick: bool) -> tuple[int, ...]:
         """Hand `gpus` free GPUs of node `idx` (lowest indices first) to a starting job."""
         slot = self.nodes[idx]
         assert len(slot.free) >= gpus, "take() beyond free GPUs"
+        self.version += 1
         bucket = self.buckets[slot.pool]
         lst = bucket[len(slot.free)]
         del lst[bisect_left(lst, idx)]

@@ -45,6 +45,7 @@ class FairShare:
         for b in budgets:
             self._nodes[b.name] = _TreeNode(b.name, b.parent, float(max(b.allocation, 0)))
         self._roots: list[str] = []
+        self._ancestors: dict[str, list[str]] = {}
         for n in sorted(self._nodes.values(), key=lambda x: x.name):
             if n.parent is None or n.parent not in self._nodes:
                 self._roots.append(n.name)
@@ -186,12 +187,15 @@ class FairShare:
 
     def ancestors(self, name: str) -> list[str]:
         """The budget itself and every ancestor, nearest first."""
-        out: list[str] = []
-        node: str | None = name
-        while node is not None and node in self._nodes:
-            out.append(node)
-            node = self._nodes[node].parent
-        return out
+        found = self._ancestors.get(name)
+        if found is None:
+            found = []
+            node: str | None = name
+            while node is not None and node in self._nodes:
+                found.append(node)
+                node = self._nodes[node].parent
+            self._ancestors[name] = found
+        return found
 
 
 def credits_per_hour(gpus: int, rate: Micro) -> float:

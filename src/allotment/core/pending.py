@@ -30,7 +30,7 @@ from allotment.core.admission import (
 from allotment.core.capacity import Occupant
 from allotment.core.decisions import Blocker, PreemptReason, Reserve
 from allotment.core.fairshare import credits_per_hour
-from allotment.core.model import Job, JobKind, ReservationKind, RunClass
+from allotment.core.model import ContractClass, Job, JobKind, ReservationKind, RunClass
 from allotment.core.placement import Placement
 from allotment.core.preemption import (
     expired_yields_to_under_share,
@@ -53,12 +53,18 @@ def reserved_first(st: CycleState, carried: list[Carried]) -> None:
         for idx, _ in c.nodes:
             st.cap.nodes[idx].claim = None
         t = terms(st, job)
-        if t.blocker is not None or c.pool not in t.pools:
-            st.blockers[job.id] = t.blocker or Blocker.CAPACITY
+        if t.blocker is not None:
+            st.blockers[job.id] = t.blocker
             continue
+        if c.pool not in t.pools:
+            continue  # its plan no longer fits its terms: the reservation lapses and it is served like any other job
         if all(len(st.cap.nodes[i].free) >= g for i, g in c.nodes):
             placement = Placement(c.pool, c.nodes)
             st.start(job, placement, t.run_class, final_slice_end(st, job, t, placement), "reservation")
+            continue
+        elsewhere = place_free(st, job, t)
+        if elsewhere is not None:  # it fits now somewhere else: no reason to wait for the plan
+            start_free(st, job, t, elsewhere, "fair-share")
             continue
         yields = st.yields_to(job)
         planned = max((earliest_on_node(st.cap.nodes[i], g, st.now, yields) or st.now) for i, g in c.nodes)
@@ -79,6 +85,7 @@ def sessions_first(st: CycleState) -> None:
         (j for j in st.snap.jobs if j.run is None and j.kind is JobKind.SESSION and _open(st, j)),
         key=lambda j: (j.submitted_at, j.id),
     )
+    preempt_failed: set[tuple[object, ...]] = set()
     for job in pending:
         if job.total_gpus > pol.session_max_gpus or job.slice_seconds > pol.session_max_length:
             st.blockers[job.id] = Blocker.SESSION_LIMIT
@@ -97,36 +104,26 @@ def sessions_first(st: CycleState) -> None:
         if placement is not None:
             start_free(st, job, t, placement, "session")
             continue
-        if not place_by_preemption(st, job, t, lambda o: session_takes(o, st.now)):
+        key = (job.total_gpus, t.pools, st.grace(job))
+        if key in preempt_failed or not place_by_preemption(st, job, t, lambda o: session_takes(o, st.now)):
+            preempt_failed.add(key)
             st.blockers[job.id] = Blocker.CAPACITY
 
 
 def window_claims(st: CycleState) -> None:
     for w in st.windows.active_windows():
         pool = (w.cluster, w.gpu_type)
-        held = 0
+        held = 0  # the window budget's GPUs on the pool, including work started earlier in this cycle
         for idx in st.cap.pools.get(pool, ()):
             for occ in st.cap.nodes[idx].occupants:
                 if occ.job.budget == w.budget and not occ.leaving:
                     held += occ.gpus
-        held += sum(
-            len(a.gpus)
-            for s in st.starts
-            if st.jobs[s.job_id].budget == w.budget
-            for a in s.placement
-            if st.node_pool.get(a.node) == pool
-        )
-        mine = sorted(
-            (
-                j
-                for j in st.snap.jobs
-                if j.run is None and j.budget == w.budget and j.kind is JobKind.BATCH and _open(st, j)
-            ),
-            key=_job_order,
-        )
-        for job in mine:
+        preempt_failed: set[tuple[object, ...]] = set()
+        for job in st.queues.get(w.budget, ()):
             if held >= w.gpus:
                 break
+            if not _open(st, job):
+                continue
             t = terms(st, job, ignore_windows_of=w.budget)
             if t.blocker is not None or pool not in t.pools or t.run_class is RunClass.OPPORTUNISTIC:
                 continue
@@ -138,8 +135,14 @@ def window_claims(st: CycleState) -> None:
             if placement is not None:
                 start_free(st, job, pinned, placement, "capacity-window")
                 held += placement.gpus
-            elif place_by_preemption(st, job, pinned, _reclaim_for(w.budget), ignore_headroom=True):
+                continue
+            key = (job.gpus, job.replicas, st.grace(job))
+            if key in preempt_failed:
+                continue
+            if place_by_preemption(st, job, pinned, _reclaim_for(w.budget), ignore_headroom=True):
                 held += need
+            else:
+                preempt_failed.add(key)
 
 
 def _reclaim_for(owner: str) -> Callable[[Occupant], PreemptReason | None]:
@@ -150,15 +153,29 @@ def _reclaim_for(owner: str) -> Callable[[Occupant], PreemptReason | None]:
 
 
 def fair_share_order(st: CycleState) -> None:
-    queues: dict[str, list[Job]] = {}
-    for job in st.snap.jobs:
-        if job.run is None and job.kind is JobKind.BATCH and _open(st, job):
-            if job.budget not in st.leaves:
+    """Serve guaranteed work first, then opportunistic work on what is left (it runs on idle capacity), each pass
+    in hierarchical fair-share order of budgets and each budget's own order of jobs."""
+    guaranteed: dict[str, list[Job]] = {}
+    opportunistic: dict[str, list[Job]] = {}
+    for budget, queue in st.queues.items():
+        if budget not in st.leaves:
+            for job in queue:
                 st.blockers[job.id] = Blocker.FUNDS
-                continue
-            queues.setdefault(job.budget, []).append(job)
-    for q in queues.values():
-        q.sort(key=_job_order)
+            continue
+        for job in queue:
+            if _open(st, job):
+                side = opportunistic if job.contract is ContractClass.OPPORTUNISTIC else guaranteed
+                side.setdefault(budget, []).append(job)
+    deferred = _serve(st, guaranteed, opportunistic_pass=False)
+    for budget, jobs in deferred.items():
+        opportunistic[budget] = sorted([*opportunistic.get(budget, []), *jobs], key=_job_order)
+    _serve(st, opportunistic, opportunistic_pass=True)
+
+
+def _serve(st: CycleState, queues: dict[str, list[Job]], opportunistic_pass: bool) -> dict[str, list[Job]]:
+    """One pass; returns the jobs that turned out to run opportunistically (budget cannot fund a slice, fallback
+    accepted) when this is the guaranteed pass."""
+    deferred: dict[str, list[Job]] = {}
     pos = dict.fromkeys(queues, 0)
     for name in queues:
         st.fs.set_open(name, True)
@@ -169,16 +186,34 @@ def fair_share_order(st: CycleState) -> None:
         while pos[b] < len(q):
             job = q[pos[b]]
             pos[b] += 1
-            if _consider(st, job, free_failed, preempt_failed):
+            verdict = _consider(st, job, free_failed, preempt_failed, opportunistic_pass)
+            if verdict is None:
+                deferred.setdefault(b, []).append(job)
+            elif verdict:
                 break
         if pos[b] >= len(q):
             st.fs.set_open(b, False)
+    return deferred
 
 
 def _consider(
-    st: CycleState, job: Job, free_failed: set[tuple[object, ...]], preempt_failed: set[tuple[object, ...]]
-) -> bool:
-    """Try to start (or reserve GPUs for) one job; True when the budget's usage changed."""
+    st: CycleState,
+    job: Job,
+    free_failed: set[tuple[object, ...]],
+    preempt_failed: set[tuple[object, ...]],
+    opportunistic_pass: bool,
+) -> bool | None:
+    """Try to start (or reserve GPUs for) one job; True when the budget's usage changed, None when the job would
+    run opportunistically and this is the guaranteed pass (it waits for the second pass)."""
+    if (
+        job.budget in st.preempt_tried
+        and job.budget in st.planned_budgets
+        and not st.cap.could_fit(job.gpus, job.replicas, st.pools(job))
+    ):
+        # fast path: only free GPUs could still help this job and no node has enough; explain() finds the blocker
+        st.blockers[job.id] = Blocker.CAPACITY
+        st.unchecked.add(job.id)
+        return False
     if st.within_limits(job, job.total_gpus) is not None:
         st.blockers[job.id] = Blocker.LIMIT
         return False
@@ -186,6 +221,8 @@ def _consider(
     if t.blocker is not None:
         st.blockers[job.id] = t.blocker
         return False
+    if t.run_class is RunClass.OPPORTUNISTIC and not opportunistic_pass:
+        return None
     key: tuple[object, ...] = (
         job.gpus,
         job.replicas,
@@ -204,17 +241,18 @@ def _consider(
     if t.run_class is not RunClass.GUARANTEED:
         st.blockers[job.id] = Blocker.CAPACITY
         return False
-    below = st.fs.standing(job.budget) < 1.0
-    pkey = (*key, job.budget if below else None)
-    if pkey not in preempt_failed:
+    # preemption is searched for once per budget and cycle: for its first job that does not fit in free GPUs
+    if job.budget not in st.preempt_tried and key not in preempt_failed:
+        st.preempt_tried.add(job.budget)
+        below = st.fs.standing(job.budget) < 1.0
         if place_by_preemption(st, job, t, _guaranteed_victims(st, job, t, below)):
             return True
-        preempt_failed.add(pkey)
+        if not below:
+            preempt_failed.add(key)
     if job.budget not in st.planned_budgets and len(st.planned_budgets) < st.pol.max_reservations:
         st.planned_budgets.add(job.budget)
         yields = st.yields_to(job)
-        ok = headroom_filter(st, job, t)
-        plan = plan_start(job, t.pools, st.cap, st.topology, st.now, yields, lambda c, g: not ok(c, g))
+        plan = plan_start(job, t.pools, st.cap, st.topology, st.now, yields, _headroom_holds_all_free(st, job, t))
         if plan is not None:
             claim(st.cap, job.id, plan.nodes, plan.planned_start, yields)
             names = tuple((st.cap.nodes[i].node.name, g) for i, g in plan.nodes)
@@ -223,6 +261,17 @@ def _consider(
             return False
     st.blockers[job.id] = Blocker.CAPACITY
     return False
+
+
+def _headroom_holds_all_free(st: CycleState, job: Job, t: Terms) -> Callable[[str, int], bool]:
+    """For planning: a cluster whose free GPUs are all session headroom offers none of them to this job (only GPUs
+    freed later count); sessions and fast-leaving work are never held back."""
+    exempt = headroom_filter(st, job, t)
+
+    def binds(cluster: str, gpus: int) -> bool:
+        return not exempt(cluster, gpus) and st.cap.quick_free.get(cluster, 0) <= st.pol.headroom_for(cluster)
+
+    return binds
 
 
 def _guaranteed_victims(st: CycleState, job: Job, t: Terms, below: bool) -> Callable[[Occupant], PreemptReason | None]:

@@ -47,7 +47,7 @@ def pools_for(job: Job, capacity: Capacity, rates: Mapping[str, Micro]) -> list[
 
 
 def node_size(capacity: Capacity, pool: Pool) -> int:
-    return max((capacity.nodes[i].node.gpus for i in capacity.pools.get(pool, ())), default=0)
+    return capacity.node_size.get(pool, 0)
 
 
 def nodes_needed(job: Job, size: int) -> int:

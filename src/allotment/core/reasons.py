@@ -10,9 +10,10 @@ Must not: change the cycle's state.
 
 from __future__ import annotations
 
+from allotment.core.admission import pool_costs, terms
 from allotment.core.capacity import Pool
 from allotment.core.decisions import Blocker, Hint, HintKind, Reserve, WaitReason
-from allotment.core.model import Job, JobKind, ReservationKind, RunClass, Seconds
+from allotment.core.model import ContractClass, Job, JobKind, ReservationKind, RunClass, Seconds
 from allotment.core.placement import gpus_held, node_size, nodes_needed
 from allotment.core.reservations import earliest_on_node
 from allotment.core.state import CycleState
@@ -35,6 +36,8 @@ class Explainer:
         self._fit: dict[tuple[object, ...], tuple[int, Seconds | None, bool, bool]] = {}
         self._hints: dict[tuple[object, ...], tuple[Hint, ...]] = {}
         self._reserves: dict[str, Reserve] = {r.job_id: r for r in st.reserves}
+        self._reasons: dict[tuple[object, ...], WaitReason] = {}
+        self._standing: dict[str, float] = {}
 
     def explain(self, job: Job) -> WaitReason:
         st = self.st
@@ -62,6 +65,48 @@ class Explainer:
                 self._hints_for(job, pools, Blocker.CAPACITY),
             )
         blocker = st.blockers.get(job.id, Blocker.CAPACITY)
+        if job.id in st.unchecked:
+            blocker = self._checked_blocker(job)
+        # the message and hints depend on the slice and the user only for these blockers
+        detail: tuple[object, ...] = ()
+        if blocker in (Blocker.FUNDS, Blocker.RESERVED):
+            detail = (job.slice_seconds, job.fallback_opportunistic, job.grace)
+        elif blocker is Blocker.SESSION_LIMIT:
+            detail = (job.user, job.slice_seconds)
+        key = (blocker, job.budget, pools, job.gpus, job.replicas, job.kind, detail)
+        hit = self._reasons.get(key)
+        if hit is not None:
+            return hit
+        reason = self._explain(job, blocker, pools, free, earliest, fits_unclaimed, fits_claimed)
+        self._reasons[key] = reason
+        return reason
+
+    def _checked_blocker(self, job: Job) -> Blocker:
+        """The blocker of a job the fast path passed over: its limits and funds, else capacity."""
+        st = self.st
+        if st.within_limits(job, job.total_gpus) is not None:
+            return Blocker.LIMIT
+        costs = pool_costs(st, job)
+        if not costs:
+            return Blocker.NO_POOL
+        if any(pool in st.windows.by_pool for pool, _, _ in costs):
+            return terms(st, job).blocker or Blocker.CAPACITY
+        if job.contract is ContractClass.OPPORTUNISTIC or job.fallback_opportunistic:
+            return Blocker.CAPACITY
+        available = st.available(job.budget)
+        return Blocker.CAPACITY if any(available >= c for _, _, c in costs) else Blocker.FUNDS
+
+    def _explain(
+        self,
+        job: Job,
+        blocker: Blocker,
+        pools: tuple[Pool, ...],
+        free: int,
+        earliest: Seconds | None,
+        fits_unclaimed: bool,
+        fits_claimed: bool,
+    ) -> WaitReason:
+        need = job.total_gpus
         if blocker is Blocker.CAPACITY and fits_unclaimed:
             blocker = Blocker.HEADROOM
         elif blocker is Blocker.CAPACITY and fits_claimed:
@@ -148,15 +193,29 @@ class Explainer:
         if blocker is Blocker.NO_POOL:
             return f"no ready node of an allowed GPU type and cluster can hold {shape}"
         if blocker is Blocker.WINDOW:
-            owners = sorted(
-                {w.budget for p in st.pools(job) for w in st.windows.windows_on(p) if w.budget != job.budget}
+            booked = sorted(
+                {
+                    (w.start, w.id, w.budget, w.gpus, w.cluster, w.gpu_type, w.end)
+                    for p in st.pools(job)
+                    for w in st.windows.windows_on(p)
+                    if w.budget != job.budget
+                }
             )
-            return f"its pools are booked by capacity windows of {', '.join(owners) or 'another budget'}"
+            if not booked:
+                return f"its pools are booked by capacity windows; it needs {shape}"
+            _, wid, owner, gpus, cluster, gpu_type, end = booked[0]
+            more = f" (and {len(booked) - 1} more)" if len(booked) > 1 else ""
+            return (
+                f"capacity window {wid} books {gpus} {gpu_type} GPUs of {cluster} for {owner} until "
+                f"{_dur(end - st.now)} from now{more}; it needs {shape}"
+            )
         if blocker is Blocker.HEADROOM:
             return f"{free} GPUs are free in its pools but they are session headroom; it needs {shape}"
         if blocker is Blocker.RESERVED:
             return f"free GPUs that fit {shape} are reserved for planned starts of other jobs"
-        standing = st.fs.standing(job.budget)
+        standing = self._standing.get(job.budget)
+        if standing is None:
+            standing = self._standing[job.budget] = st.fs.standing(job.budget)
         return (
             f"needs {shape}; {free} GPUs free in its pools, none of them on enough nodes; "
             f"budget {job.budget} stands at {standing:.2f}× its fair share"
@@ -193,7 +252,8 @@ class Explainer:
                     whole = len(st.cap.nodes_with_free(pool, size))
                     best = max(best, min(whole * size, job.total_gpus - 1))
             if 0 < best < job.total_gpus:
-                hints.append(Hint(HintKind.FEWER_GPUS, f"with {best} GPUs it could start now", now))
+                noun = "GPU" if best == 1 else "GPUs"
+                hints.append(Hint(HintKind.FEWER_GPUS, f"with {best} {noun} it could start now", now))
             allowed = set(pools)
             for pool in st.cap.pools:
                 if pool in allowed:

@@ -118,11 +118,14 @@ def backfill_cannot_delay(
 ) -> Seconds | bool:
     """May a job take `gpus` GPUs of this node without delaying the node's planned start?
 
-    Returns True when it may as asked (no claim, preemptible work, or it leaves in time, or spare room), a capped
-    slice end when it may only with its slice ending early enough (at least `min_slice` long), or False."""
+    Returns True when it may as asked (no claim; preemptible work when the planned start is at least `min_slice`
+    away, so it is worth starting; work that leaves in time; or spare room), a capped slice end when it may only
+    with its slice ending early enough (at least `min_slice` long), or False."""
     c = slot.claim
-    if c is None or holds_until is None:
+    if c is None:
         return True
+    if holds_until is None:
+        return c.planned_start - now >= min_slice
     if holds_until + grace <= c.planned_start:
         return True
     if c.spare >= gpus:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from allotment.core.capacity import Capacity, Occupant, Pool, grace_of
 from allotment.core.decisions import Blocker, Lapse, Preempt, PreemptReason, Renew, Reserve, Start, WaitReason
@@ -66,6 +67,7 @@ class CycleState:
         self.held: dict[str, int] = {}
         self.committed: dict[str, Micro] = {}
         self.sessions_of: dict[str, int] = {}
+        held_rate: dict[str, int] = {}  # integer sums, so the order of jobs cannot change a standing
         for job in snapshot.jobs:
             if job.budget in self.budgets:
                 self.fs.mark_active(job.budget)
@@ -74,7 +76,7 @@ class CycleState:
                 continue
             gpus = run.gpu_count
             rate = self.rate_of_run(job)
-            self.fs.hold(job.budget, credits_per_hour(gpus, rate))
+            held_rate[job.budget] = held_rate.get(job.budget, 0) + gpus * rate
             for name in self.fs.ancestors(job.budget):
                 self.held[name] = self.held.get(name, 0) + gpus
             if run.in_slice(now) and run.slice_end is not None and run.preemption is None:
@@ -84,6 +86,8 @@ class CycleState:
                 )
             if job.kind is JobKind.SESSION and run.preemption is None:
                 self.sessions_of[job.user] = self.sessions_of.get(job.user, 0) + 1
+        for budget in sorted(held_rate):
+            self.fs.hold(budget, held_rate[budget] / 1_000_000)
         # decisions so far
         self.starts: list[Start] = []
         self.preempts: list[Preempt] = []
@@ -97,11 +101,24 @@ class CycleState:
         self.planned_budgets: set[str] = set()
         self.blockers: dict[str, Blocker] = {}
         self.backfill_of: dict[str, str] = {}
-        self._pools: dict[str, list[Pool]] = {}
+        self.preempt_tried: set[str] = set()
+        self.unchecked: set[str] = set()
+        """Jobs passed over on the fast path (nothing could fit them): their funds and limits are checked only
+        when their reason is explained."""
+        self.terms_cache: dict[tuple[object, ...], Any] = {}
+        self.pool_costs: dict[tuple[object, ...], Any] = {}
+        self.queues: dict[str, list[Job]] = {}
+        """Pending batch jobs of each budget in the budget's own order: priority, then age, then id."""
+        for job in snapshot.jobs:
+            if job.run is None and job.kind is JobKind.BATCH:
+                self.queues.setdefault(job.budget, []).append(job)
+        for queue in self.queues.values():
+            queue.sort(key=lambda j: (-j.priority, j.submitted_at, j.id))
+        self._pools: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Pool]] = {}
 
     # -- lookups -----------------------------------------------------------------------------------------------
     def pools(self, job: Job) -> list[Pool]:
-        key = f"{job.gpu_types}|{job.clusters}"
+        key = (job.gpu_types, job.clusters)
         found = self._pools.get(key)
         if found is None:
             found = pools_for(job, self.cap, self.snap.rates)

@@ -196,6 +196,11 @@ class SimulatedExecutor:
                 times.append(end[0])
         return min(times) if times else None
 
+    def follow(self, clock: Callable[[], Seconds]) -> None:
+        """From now on advance to clock() at every call (as if `clock` had been given at construction)."""
+        self._clock = clock
+        self._sync()
+
     def fail_node(self, node: str, at: Seconds) -> None:
         """The node fails at `at` (now or later): everything on it then ends with a LOST event, and launches
         onto it are LOST until restore_node()."""

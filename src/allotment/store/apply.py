@@ -251,11 +251,14 @@ def write_reasons(
                     "at": now,
                 }
             )
-    for row in changed:
+    if changed:
+        # one upsert for all changed rows (executemany), not one round trip each
         session.execute(
-            stmt.values(**row).on_conflict_do_update(
-                index_elements=["job_id"], set_={k: v for k, v in row.items() if k != "job_id"}
-            )
+            stmt.on_conflict_do_update(
+                index_elements=["job_id"],
+                set_={k: getattr(stmt.excluded, k) for k in changed[0] if k != "job_id"},
+            ),
+            changed,
         )
     gone = [j for j in cache if j not in pending]
     for j in gone:

@@ -17,6 +17,8 @@ Must not: define tables or queries.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -79,3 +81,13 @@ def make_engine(url: str | None = None, **kwargs: Any) -> Engine:
 def session_factory(engine: Engine) -> sessionmaker[Session]:
     """Sessions that keep loaded objects usable after commit (the engine reads, decides, then writes)."""
     return sessionmaker(engine, expire_on_commit=False)
+
+
+@contextmanager
+def reading(sessions: sessionmaker[Session]) -> Iterator[Session]:
+    """A session for reads only: on SQLite its transaction starts DEFERRED, so it never waits for (or blocks) the
+    engine's write lock; on PostgreSQL it is an ordinary session. Nothing is committed; loaded objects stay
+    readable after it closes."""
+    with sessions() as session:
+        session.connection(execution_options={"sqlite_begin": "DEFERRED"})
+        yield session

@@ -24,6 +24,7 @@ from allotment.ports.executor import EventKind, ExecutorEvent, LaunchSpec
 from allotment.ports.store import CycleReport, Decide, Intent, IntentKind
 from allotment.store.accounts import open_period, post
 from allotment.store.apply import Applier, end_run, open_run, write_reasons
+from allotment.store.db import reading
 from allotment.store.records import get_state, set_state, transition
 from allotment.store.snapshot import load_snapshot
 from allotment.store.tables import BudgetUsageRow, IntentRow, JobRow, PeriodRow, RunRow
@@ -191,7 +192,7 @@ class SqlSchedulingStore:
 
     # -- outbox and reconciliation -----------------------------------------------------------------------------
     def undelivered(self) -> list[Intent]:
-        with self.sessions() as session:
+        with reading(self.sessions) as session:
             rows = session.scalars(select(IntentRow).where(IntentRow.delivered_at.is_(None)).order_by(IntentRow.id))
             return [intent_of(r) for r in rows]
 
@@ -202,13 +203,13 @@ class SqlSchedulingStore:
             session.execute(update(IntentRow).where(IntentRow.id.in_(list(ids))).values(delivered_at=at))
 
     def open_runs(self) -> Mapping[str, int]:
-        with self.sessions() as session:
+        with reading(self.sessions) as session:
             return dict(
                 session.execute(select(RunRow.job_id, RunRow.attempt).where(RunRow.ended_at.is_(None))).all()
             )
 
     def next_deadline(self, now: Seconds) -> Seconds | None:
-        with self.sessions() as session:
+        with reading(self.sessions) as session:
             times = [
                 session.scalar(
                     select(func.min(RunRow.slice_end)).where(RunRow.ended_at.is_(None), RunRow.slice_end > now)
