@@ -122,3 +122,30 @@ def demo(
 
 if __name__ == "__main__":
     app()
+
+
+@app.command("server")
+def server_command(
+    config: Annotated[Path | None, typer.Option(help="Configuration (default: the repository's examples/ai2).")] = None,
+    data_dir: Annotated[Path, typer.Option(help="Where the SQLite database, logs and executor state live.")] = Path(
+        "data"
+    ),
+    database_url: Annotated[
+        str | None, typer.Option(help="postgresql+psycopg://… for PostgreSQL (default: SQLite in --data-dir).")
+    ] = None,
+    executor: Annotated[str, typer.Option(help="Where jobs run: local (processes on this host).")] = "local",
+    interval: Annotated[float, typer.Option(help="Seconds between cycles when nothing happens.")] = 5.0,
+) -> None:
+    """Run the scheduler: migrate and seed the database, then cycle until SIGTERM or Ctrl-C."""
+    import logging
+
+    from allotment.engine.server import serve
+    from allotment.engine.setup import Settings
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    path = config or example_config()
+    if path is None:
+        Console(stderr=True).print("[red]no configuration given and examples/ai2 not found[/red]")
+        raise typer.Exit(code=2)
+    _load(Console(stderr=True), path)
+    serve(Settings(config=path, data_dir=data_dir, database_url=database_url, executor=executor), interval=interval)
