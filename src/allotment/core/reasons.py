@@ -37,7 +37,6 @@ class Explainer:
         self._hints: dict[tuple[object, ...], tuple[Hint, ...]] = {}
         self._reserves: dict[str, Reserve] = {r.job_id: r for r in st.reserves}
         self._reasons: dict[tuple[object, ...], WaitReason] = {}
-        self._standing: dict[str, float] = {}
 
     def explain(self, job: Job) -> WaitReason:
         st = self.st
@@ -57,7 +56,7 @@ class Explainer:
                 )
             return WaitReason(
                 Blocker.CAPACITY,
-                f"planned start in {_dur(res.planned_start - st.now)} on {nodes}, when running slices there end; "
+                f"planned start on {nodes} when the running slices there end (see the estimated start); "
                 f"{free} GPUs free now in its pools, it needs {need}",
                 need,
                 free,
@@ -195,7 +194,7 @@ class Explainer:
         if blocker is Blocker.WINDOW:
             booked = sorted(
                 {
-                    (w.start, w.id, w.budget, w.gpus, w.cluster, w.gpu_type, w.end)
+                    (w.start, w.id, w.budget, w.gpus, w.cluster, w.gpu_type)
                     for p in st.pools(job)
                     for w in st.windows.windows_on(p)
                     if w.budget != job.budget
@@ -203,23 +202,19 @@ class Explainer:
             )
             if not booked:
                 return f"its pools are booked by capacity windows; it needs {shape}"
-            _, wid, owner, gpus, cluster, gpu_type, end = booked[0]
+            _, wid, owner, gpus, cluster, gpu_type = booked[0]
             more = f" (and {len(booked) - 1} more)" if len(booked) > 1 else ""
             return (
-                f"capacity window {wid} books {gpus} {gpu_type} GPUs of {cluster} for {owner} until "
-                f"{_dur(end - st.now)} from now{more}; it needs {shape}"
+                f"capacity window {wid} books {gpus} {gpu_type} GPUs of {cluster} for {owner}{more}; it needs {shape}"
             )
         if blocker is Blocker.HEADROOM:
             return f"{free} GPUs are free in its pools but they are session headroom; it needs {shape}"
         if blocker is Blocker.RESERVED:
             return f"free GPUs that fit {shape} are reserved for planned starts of other jobs"
-        standing = self._standing.get(job.budget)
-        if standing is None:
-            standing = self._standing[job.budget] = st.fs.standing(job.budget)
-        return (
-            f"needs {shape}; {free} GPUs free in its pools, none of them on enough nodes; "
-            f"budget {job.budget} stands at {standing:.2f}× its fair share"
-        )
+        if free == 0:
+            return f"needs {shape}; no GPU is free in its pools (budget {job.budget} waits its fair-share turn)"
+        where = f"{job.total_gpus} on one node" if job.replicas == 1 or job.total_gpus <= 8 else "enough whole nodes"
+        return f"needs {shape}; {free} GPUs are free in its pools but not {where}"
 
     # -- hints -------------------------------------------------------------------------------------------------
     def _hints_for(self, job: Job, pools: tuple[Pool, ...], blocker: Blocker) -> tuple[Hint, ...]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
 from allotment.core.decisions import Decisions, Preempt, PreemptReason, Start, WaitReason
@@ -154,26 +154,21 @@ class Applier:
         transition(self.session, job, "preempting", self.now, f"{why}, grace {p.grace}s")
 
     def reservations(self, d: Decisions) -> None:
-        keep = {r.job_id for r in d.reserves}
-        self.session.execute(
-            delete(ReservationRow).where(ReservationRow.job_id.not_in(keep)) if keep else delete(ReservationRow)
-        )
-        if not d.reserves:
-            return
-        stmt = dialect_insert(self.session)(ReservationRow)
-        for r in d.reserves:
-            values = {
-                "job_id": r.job_id,
-                "nodes": [[n, g] for n, g in r.nodes],
-                "planned_start": r.planned_start,
-                "kind": r.kind.value,
-                "since": r.since,
-            }
+        """Replace the reservations with this cycle's (each carries when it was first made)."""
+        self.session.execute(delete(ReservationRow))
+        if d.reserves:
             self.session.execute(
-                stmt.values(**values).on_conflict_do_update(
-                    index_elements=["job_id"],
-                    set_={"nodes": values["nodes"], "planned_start": r.planned_start, "kind": r.kind.value},
-                )
+                insert(ReservationRow),
+                [
+                    {
+                        "job_id": r.job_id,
+                        "nodes": [[n, g] for n, g in r.nodes],
+                        "planned_start": r.planned_start,
+                        "kind": r.kind.value,
+                        "since": r.since,
+                    }
+                    for r in d.reserves
+                ],
             )
 
 
@@ -221,6 +216,29 @@ def reason_values(r: WaitReason) -> tuple[object, ...]:
     )
 
 
+ESTIMATE_TOLERANCE = 300
+"""A pending reason is rewritten when anything but its estimated start changed, or the estimate moved more than this
+many seconds: estimates drift a little every cycle and rewriting thousands of rows for that is waste."""
+
+
+def _same_reason(old: tuple[object, ...] | None, new: tuple[object, ...]) -> bool:
+    if old is None:
+        return False
+    if old[:4] != new[:4] or _hint_text(old[5]) != _hint_text(new[5]):
+        return False
+    a, b = old[4], new[4]
+    if a is None or b is None:
+        return a is b
+    assert isinstance(a, int) and isinstance(b, int)
+    return abs(a - b) <= ESTIMATE_TOLERANCE
+
+
+def _hint_text(hints: object) -> object:
+    """Hints without their start times (a "start now" hint's time moves with every cycle)."""
+    assert isinstance(hints, tuple)
+    return tuple(h[:2] for h in hints)
+
+
 def reason_hints(r: WaitReason) -> list[tuple[str, str, Seconds | None]]:
     return [(h.kind.value, h.detail, h.start) for h in r.hints]
 
@@ -237,7 +255,7 @@ def write_reasons(
     changed: list[dict[str, object]] = []
     for job_id, reason in pending.items():
         values = reason_values(reason)
-        if cache.get(job_id) != values:
+        if not _same_reason(cache.get(job_id), values):
             cache[job_id] = values
             changed.append(
                 {

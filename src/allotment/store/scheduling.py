@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from allotment.core.model import Allocation, Micro, PolicyConfig, Seconds
+from allotment.core.decisions import Decisions
+from allotment.core.model import Allocation, Job, Micro, PolicyConfig, Seconds
 from allotment.ledger.charges import Meter, accrue
 from allotment.ledger.periods import PeriodSpec, Rollover, period_at
 from allotment.ledger.usage import usage_after
@@ -53,6 +54,7 @@ class SqlSchedulingStore:
         self.rates = dict(rates)
         self.accounting = accounting
         self._reasons: dict[str, tuple[object, ...]] = {}
+        self._jobs: dict[str, Job] = {}
 
     # -- executor events ---------------------------------------------------------------------------------------
     def record_events(self, events: Sequence[ExecutorEvent], now: Seconds) -> int:
@@ -91,7 +93,7 @@ class SqlSchedulingStore:
             period = self._ensure_period(session, now)
             self._advance_usage(session, now)
             cancelled = self._cancellations(session, now)
-            snap = load_snapshot(session, now, self.policy, self.rates, period)
+            snap = load_snapshot(session, now, self.policy, self.rates, period, self._jobs)
             t1 = time.perf_counter()
             decisions = decide(snap, now)
             t2 = time.perf_counter()
@@ -100,6 +102,7 @@ class SqlSchedulingStore:
             charged = self._charge_due(session, now, period)
             write_reasons(session, decisions.pending, {s.job_id for s in decisions.starts}, now, self._reasons)
             set_state(session, "last_cycle", now)
+            set_state(session, "standings", standings_json(decisions))
             t3 = time.perf_counter()
         timings.update(load=t1 - t0, decide=t2 - t1, apply=t3 - t2)
         return CycleReport(now, decisions, applier.intents + cancelled, charged, timings)
@@ -204,9 +207,7 @@ class SqlSchedulingStore:
 
     def open_runs(self) -> Mapping[str, int]:
         with reading(self.sessions) as session:
-            return dict(
-                session.execute(select(RunRow.job_id, RunRow.attempt).where(RunRow.ended_at.is_(None))).all()
-            )
+            return dict(session.execute(select(RunRow.job_id, RunRow.attempt).where(RunRow.ended_at.is_(None))).all())
 
     def next_deadline(self, now: Seconds) -> Seconds | None:
         with reading(self.sessions) as session:
@@ -240,3 +241,17 @@ def intent_of(row: IntentRow) -> Intent:
         image=p.get("image"),
     )
     return Intent(row.id, kind, row.job_id, row.attempt, spec, spec.grace)
+
+
+def standings_json(decisions: Decisions) -> dict[str, dict[str, float | int]]:
+    """Each leaf budget's fair-share standing as the cycle computed it (shown by `why` and the dashboard)."""
+    return {
+        name: {
+            "balance": st.balance,
+            "committed": st.committed,
+            "entitled": round(st.entitled, 6),
+            "used": round(st.used, 6),
+            "ratio": round(st.ratio, 4) if st.ratio != float("inf") else -1,
+        }
+        for name, st in decisions.standings.items()
+    }

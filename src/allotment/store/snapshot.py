@@ -10,6 +10,7 @@ Must not: write anything.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import select
@@ -64,13 +65,78 @@ def unposted(rate: Micro, price: int, price_since: Seconds, charged_until: Secon
     return charge_between(1, rate, price, price_since, charged_until, now)
 
 
+def _fill_cache(session: Session, ids: list[str], cache: dict[str, Job]) -> None:
+    """Read the jobs not seen before (what a job asks for never changes after submission)."""
+    for k in range(0, len(ids), 500):
+        for row in session.execute(
+            select(
+                JobRow.id,
+                JobRow.budget,
+                JobRow.user,
+                JobRow.gpus,
+                JobRow.replicas,
+                JobRow.kind,
+                JobRow.contract,
+                JobRow.slice_seconds,
+                JobRow.priority,
+                JobRow.grace,
+                JobRow.max_runtime,
+                JobRow.submitted_at,
+                JobRow.gpu_types,
+                JobRow.clusters,
+                JobRow.fallback_opportunistic,
+                JobRow.requeue,
+            ).where(JobRow.id.in_(ids[k : k + 500]))
+        ):
+            (
+                jid,
+                budget,
+                user,
+                gpus,
+                replicas,
+                kind,
+                contract,
+                slice_s,
+                prio,
+                grace,
+                max_rt,
+                submitted,
+                types,
+                clusters_,
+                fallback,
+                requeue,
+            ) = row
+            cache[jid] = Job(
+                jid,
+                budget,
+                user,
+                gpus,
+                replicas,
+                JobKind(kind),
+                ContractClass(contract),
+                slice_s,
+                prio,
+                grace,
+                max_rt,
+                submitted,
+                tuple(types),
+                tuple(clusters_),
+                bool(fallback),
+                bool(requeue),
+            )
+
+
 def load_snapshot(
     session: Session,
     now: Seconds,
     policy: PolicyConfig,
     rates: Mapping[str, Micro],
     period_id: str,
+    cache: dict[str, Job] | None = None,
 ) -> Snapshot:
+    """The snapshot as of `now`. `cache` keeps the immutable part of jobs between cycles (the store passes its own);
+    only jobs it has not seen are read in full."""
+    cache = {} if cache is None else cache
     clusters = tuple(
         Cluster(name, tuple(topology))
         for name, topology in session.execute(select(ClusterRow.name, ClusterRow.topology))
@@ -157,76 +223,25 @@ def load_snapshot(
         accrued[job_id] = unposted(rate, price, price_since, charged_until, now)
 
     jobs: list[Job] = []
-    for row in session.execute(
-        select(
-            JobRow.id,
-            JobRow.budget,
-            JobRow.user,
-            JobRow.gpus,
-            JobRow.replicas,
-            JobRow.kind,
-            JobRow.contract,
-            JobRow.slice_seconds,
-            JobRow.priority,
-            JobRow.grace,
-            JobRow.max_runtime,
-            JobRow.submitted_at,
-            JobRow.gpu_types,
-            JobRow.clusters,
-            JobRow.fallback_opportunistic,
-            JobRow.requeue,
-            JobRow.state,
-            JobRow.cancel_requested_at,
-        ).where(JobRow.state.in_(ACTIVE_STATES))
-    ):
-        (
-            jid,
-            budget,
-            user,
-            gpus,
-            replicas,
-            kind,
-            contract,
-            slice_s,
-            prio,
-            grace,
-            max_rt,
-            submitted,
-            types,
-            clusters_,
-            fallback,
-            requeue,
-            state,
-            cancel,
-        ) = row
+    active = session.execute(
+        select(JobRow.id, JobRow.state, JobRow.cancel_requested_at).where(JobRow.state.in_(ACTIVE_STATES))
+    ).all()
+    _fill_cache(session, [jid for jid, _, _ in active if jid not in cache], cache)
+    for jid, state, cancel in active:
         run = runs.get(jid)
         if state == "pending" and (run is not None or cancel is not None):
             continue  # a run that has not ended yet (reconciled elsewhere) or a cancellation to act on first
         if state != "pending" and run is None:
             continue
-        if jid in accrued:
-            owed[budget] = owed.get(budget, 0) + accrued[jid]
-        jobs.append(
-            Job(
-                jid,
-                budget,
-                user,
-                gpus,
-                replicas,
-                JobKind(kind),
-                ContractClass(contract),
-                slice_s,
-                prio,
-                grace,
-                max_rt,
-                submitted,
-                tuple(types),
-                tuple(clusters_),
-                bool(fallback),
-                bool(requeue),
-                run,
-            )
-        )
+        job = cache[jid]
+        if run is not None:
+            owed[job.budget] = owed.get(job.budget, 0) + accrued[jid]
+            job = replace(job, run=run)
+        jobs.append(job)
+    if len(cache) > 2 * len(active) + 1000:  # forget finished jobs
+        keep = {jid for jid, _, _ in active}
+        for jid in [j for j in cache if j not in keep]:
+            del cache[jid]
     accounts = {b.name: Account(money.get(b.name, 0) - owed.get(b.name, 0), usage.get(b.name, 0.0)) for b in budgets}
     windows = tuple(
         CapacityWindow(wid, budget, cluster, gpu_type, gpus, start, end)

@@ -264,3 +264,18 @@ class PendingReasonRow(Base):
     estimated_start: Mapped[Time | None]
     hints: Mapped[Json]
     at: Mapped[Time]
+
+
+class ApiTokenRow(Base):
+    """A bearer token of the HTTP API. Only the SHA-256 of the secret is kept; the secret is shown once."""
+
+    __tablename__ = "api_tokens"
+    id: Mapped[Name] = mapped_column(primary_key=True)
+    user: Mapped[Name] = mapped_column(ForeignKey("users.name"), index=True)
+    name: Mapped[Name]
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    """Hex SHA-256 of the secret."""
+    created_at: Mapped[Time]
+    expires_at: Mapped[Time]
+    revoked_at: Mapped[Time | None]
+    last_used_at: Mapped[Time | None]
