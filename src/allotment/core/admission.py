@@ -40,7 +40,7 @@ class Terms:
         return self.slice_ends[self.pools.index(pool)]
 
 
-def terms(st: CycleState, job: Job, ignore_windows_of: str | None = None) -> Terms:
+def terms(st: CycleState, job: Job) -> Terms:
     """The run class, pools and slice ends a pending job could start with now (rule `slice-funding`). Cached per
     budget and job shape until the budget's promised money changes."""
     key = (
@@ -53,12 +53,11 @@ def terms(st: CycleState, job: Job, ignore_windows_of: str | None = None) -> Ter
         job.contract,
         job.slice_seconds,
         job.fallback_opportunistic,
-        ignore_windows_of,
         st.committed.get(job.budget, 0),
     )
     found = st.terms_cache.get(key)
     if found is None:
-        found = _terms(st, job, ignore_windows_of)
+        found = _terms(st, job)
         st.terms_cache[key] = found
     return found
 
@@ -82,7 +81,7 @@ def pool_costs(st: CycleState, job: Job) -> tuple[tuple[Pool, int, Micro], ...]:
     return found
 
 
-def _terms(st: CycleState, job: Job, ignore_windows_of: str | None) -> Terms:
+def _terms(st: CycleState, job: Job) -> Terms:
     usable = pool_costs(st, job)
     if not usable:
         return Terms(RunClass.OPPORTUNISTIC, (), (), Blocker.NO_POOL)
@@ -99,7 +98,7 @@ def _terms(st: CycleState, job: Job, ignore_windows_of: str | None) -> Terms:
     for pool, held, full_cost in usable:
         end = now + length
         price = full_cost
-        if job.budget != ignore_windows_of and pool in windows.by_pool:
+        if pool in windows.by_pool:
             if not windows.window_lends_idle(job.budget, pool, held):
                 blocker = Blocker.WINDOW
                 continue

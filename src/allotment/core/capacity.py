@@ -93,10 +93,10 @@ class Capacity:
             pool: max(self.nodes[i].node.gpus for i in idxs) for pool, idxs in self.pools.items()
         }
         self.nodes_up: dict[Pool, list[int]] = {
-            pool: sorted(self.nodes[i].node.gpus for i in idxs if self.nodes[i].node.state.value != "down")
+            pool: sorted(self.nodes[i].node.gpus for i in idxs if self.nodes[i].node.accepts_work)
             for pool, idxs in self.pools.items()
         }
-        """GPU counts of the nodes of each pool that are not lost (they could hold work again)."""
+        """GPU counts of the ready nodes of each pool (the ones that could take a job now or when freed)."""
         self.pool_capacity: dict[Pool, int] = {}
         for pool, idxs in self.pools.items():
             self.pool_capacity[pool] = sum(self.nodes[i].node.gpus for i in idxs if self._usable(self.nodes[i]))

@@ -124,7 +124,7 @@ def window_claims(st: CycleState) -> None:
                 break
             if not _open(st, job):
                 continue
-            t = terms(st, job, ignore_windows_of=w.budget)
+            t = terms(st, job)  # the owner's own windows never constrain it; other budgets' windows still do
             if t.blocker is not None or pool not in t.pools or t.run_class is RunClass.OPPORTUNISTIC:
                 continue
             need = job.total_gpus

@@ -13,9 +13,11 @@ Must not: start pending work (see pending.py).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from allotment.core.capacity import NodeSlot, Occupant
 from allotment.core.decisions import Lapse, PreemptReason, Renew, Reserve
-from allotment.core.model import FULL_PRICE, JobKind, NodeState, ReservationKind, RunClass, Seconds
+from allotment.core.model import FULL_PRICE, ContractClass, JobKind, NodeState, ReservationKind, RunClass, Seconds
 from allotment.core.placement import node_size, nodes_needed
 from allotment.core.preemption import reservation_claims, victims_on_node
 from allotment.core.reservations import claim, earliest_on_node, renewal_cannot_delay, use_spare_renewal
@@ -129,17 +131,24 @@ def drain_estimates(st: CycleState) -> dict[str, Seconds]:
 def install_carried(st: CycleState) -> list[Carried]:
     """Keep last cycle's reservations whose job still waits and whose nodes are still usable; claim those nodes.
 
-    A budget keeps one planned start, for its current first job: a planned reservation for any other of its jobs is
-    dropped. Reservations for GPUs being freed by preemption are always kept while valid (dropping them would let
-    another job take the GPUs the victims gave up: a preemption loop)."""
+    A budget keeps one planned start, for its current first job: when a user reorders the budget's jobs, the plan
+    passes to the new first job if it fits the same nodes (so reordering one's own jobs never frees or moves GPUs
+    another budget sees), and is dropped otherwise. Reservations for GPUs being freed by preemption are always kept
+    while valid (dropping them would let another job take the GPUs the victims gave up: a preemption loop)."""
     heads = _budget_heads(st)
+    reserved = {r.job_id for r in st.snap.reservations}
     kept: list[Carried] = []
-    for res in sorted(st.snap.reservations, key=lambda r: (r.planned_start, r.job_id)):
+    for original in sorted(st.snap.reservations, key=lambda r: (r.planned_start, r.job_id)):
+        res = original
         job = st.jobs.get(res.job_id)
         if job is None or not job.pending:
             continue
         if res.kind is ReservationKind.PLANNED and heads.get(job.budget) != job.id:
-            continue
+            head = heads.get(job.budget)
+            if head is None or head in reserved:
+                continue
+            job = st.jobs[head]
+            res = replace(res, job_id=head)
         slots = [st.cap.slot(name) for name, _ in res.nodes]
         if any(s is None or not s.accepts or s.claim is not None for s in slots):
             continue
@@ -156,7 +165,7 @@ def install_carried(st: CycleState) -> list[Carried]:
         if k != len(real) or any(s.node.gpus < need for s in real):
             continue
         nodes = tuple((s.idx, need) for s in real)
-        yields = st.yields_to(job)
+        yields = st.yields_to(job, also=original.job_id if original.job_id != job.id else None)
         starts = [earliest_on_node(s, need, st.now, yields) for s in real]
         if any(t is None for t in starts):
             continue
@@ -168,10 +177,10 @@ def install_carried(st: CycleState) -> list[Carried]:
 
 
 def _budget_heads(st: CycleState) -> dict[str, str]:
-    """Each budget's first pending batch job in its own order (priority, then age)."""
+    """Each budget's first pending guaranteed batch job in its own order (priority, then age)."""
     heads: dict[str, tuple[tuple[int, int, str], str]] = {}
     for job in st.snap.jobs:
-        if job.run is not None or job.kind is JobKind.SESSION:
+        if job.run is not None or job.kind is JobKind.SESSION or job.contract is not ContractClass.GUARANTEED:
             continue
         key = (-job.priority, job.submitted_at, job.id)
         cur = heads.get(job.budget)

@@ -178,7 +178,7 @@ class CycleState:
         """Sessions and fast-leaving work may use headroom; everything else leaves it free."""
         return job.kind is JobKind.SESSION or quick
 
-    def yields_to(self, holder: Job) -> Callable[[Occupant], bool]:
+    def yields_to(self, holder: Job, also: str | None = None) -> Callable[[Occupant], bool]:
         """Which running work gives way to a planned start of `holder` (rule `planned-start`): opportunistic work
         always; another budget's slice work when handing its GPUs to the holder strictly lowers the larger of the two
         budgets' fair-share standings (so two budgets can never hand GPUs back and forth without one of them having
@@ -193,7 +193,7 @@ class CycleState:
         def yields(occ: Occupant) -> bool:
             job = occ.job
             placed_under = job.run.backfill_for if job.run is not None else self.backfill_of.get(job.id)
-            if placed_under == holder.id:
+            if placed_under is not None and placed_under in (holder.id, also):
                 return True
             if job.budget == holder.budget:
                 return False
