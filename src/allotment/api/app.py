@@ -1,0 +1,57 @@
+"""The application factory.
+
+Owns: `create_app`, which builds the service Context (sessions, configuration, data directory, clock, wake event,
+open login) and a FastAPI application with its OpenAPI description, error handlers and routers.
+
+Must not: start servers or threads (serve.py does) or hold rules.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from fastapi import FastAPI
+from sqlalchemy.orm import Session, sessionmaker
+
+from allotment.api import errors
+from allotment.api.routers import auth, budgets, health, jobs, nodes, plans, reports
+from allotment.api.routers import sessions as session_routes
+from allotment.config import AllotmentConfig, load_config
+from allotment.engine.setup import Settings
+from allotment.service.context import Context
+
+DESCRIPTION = """GPU scheduling with budgets, hierarchical fair share and time-slicing contracts.
+
+Every endpoint but /health needs `Authorization: Bearer <token>`. Money is integer credit-microunits
+(1 credit = 1,000,000 = one GPU-hour of the reference GPU type); times are Unix seconds."""
+
+
+def create_app(
+    sessions: sessionmaker[Session],
+    settings: Settings,
+    wake: threading.Event | None,
+    now: Callable[[], int],
+    *,
+    config: AllotmentConfig | None = None,
+    open_login: bool = False,
+) -> FastAPI:
+    """The API over `sessions`. `settings` gives the configuration file (unless `config` is given), the data
+    directory (where the local executor keeps job output) and the executor kind; `wake` is set after every request
+    the engine must act on; `now` is the engine's clock. `open_login` lets POST /auth/login issue tokens without
+    credentials: only for a local, single-user server."""
+    ctx = Context(
+        sessions=sessions,
+        config=config if config is not None else load_config(settings.config),
+        data_dir=settings.data_dir,
+        now=now,
+        wake=wake,
+        open_login=open_login,
+        executor=settings.executor,
+    )
+    app = FastAPI(title="Allotment", version="0.1.0", description=DESCRIPTION)
+    app.state.context = ctx
+    errors.install(app)
+    for module in (health, auth, jobs, session_routes, budgets, plans, nodes, reports):
+        app.include_router(module.router)
+    return app

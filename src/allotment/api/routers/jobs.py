@@ -1,0 +1,93 @@
+"""/jobs: submit, list, show, cancel, logs and why.
+
+Owns: the HTTP shape of the job use cases (status codes, query parameters, the Idempotency-Key header).
+Must not: hold rules: service.jobs and service.explain do.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query, Response
+
+from allotment.api.auth import Caller, Ctx
+from allotment.api.errors import ERROR_RESPONSES
+from allotment.api.schemas import SubmitRequest
+from allotment.service import explain, jobs
+from allotment.service.errors import BadRequest
+from allotment.service.specs import parse_spec_document, spec_from_data
+from allotment.service.views import JobDetail, JobPage, JobSummary, LogChunk, Submitted, WhyView
+
+router = APIRouter(prefix="/jobs", tags=["jobs"], responses=ERROR_RESPONSES)
+
+
+def request_key(body_key: str | None, header_key: str | None) -> str | None:
+    if body_key is not None and header_key is not None and body_key != header_key:
+        raise BadRequest("the Idempotency-Key header and request_id differ")
+    return body_key if body_key is not None else header_key
+
+
+@router.post("", status_code=201, response_model=Submitted)
+def submit(
+    body: SubmitRequest,
+    ctx: Ctx,
+    caller: Caller,
+    response: Response,
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
+) -> Submitted:
+    """Submit a job spec (as an object or YAML text). Returns 201 for a new job, 200 for a retried request."""
+    if (body.spec is None) == (body.yaml is None):
+        raise BadRequest("give the job spec as either `spec` (an object) or `yaml` (text)")
+    doc = parse_spec_document(body.yaml) if body.yaml is not None else spec_from_data(body.spec)
+    result = jobs.submit_job(ctx, caller, doc, request_key(body.request_id, idempotency_key))
+    if not result.created:
+        response.status_code = 200
+    return result
+
+
+@router.get("", response_model=JobPage)
+def list_jobs(
+    ctx: Ctx,
+    caller: Caller,
+    state: Annotated[list[str] | None, Query(description="Repeat to match several states")] = None,
+    budget: str | None = None,
+    user: str | None = None,
+    kind: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=jobs.MAX_PAGE)] = 50,
+    cursor: str | None = None,
+) -> JobPage:
+    """Jobs newest first; `next_cursor` continues the listing."""
+    return jobs.list_jobs(
+        ctx, caller, states=state or (), budget=budget, user=user, kind=kind, limit=limit, cursor=cursor
+    )
+
+
+@router.get("/{job_id}", response_model=JobDetail)
+def get_job(job_id: str, ctx: Ctx, caller: Caller) -> JobDetail:
+    """A job with its state history, runs, slices and charges."""
+    return jobs.get_job(ctx, caller, job_id)
+
+
+@router.post("/{job_id}/cancel", response_model=JobSummary)
+def cancel(job_id: str, ctx: Ctx, caller: Caller) -> JobSummary:
+    """Ask the engine to cancel the job (the owner, a lead of its budget's subtree, or an administrator)."""
+    return jobs.cancel_job(ctx, caller, job_id)
+
+
+@router.get("/{job_id}/logs", response_model=LogChunk)
+def logs(
+    job_id: str,
+    ctx: Ctx,
+    caller: Caller,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    attempt: Annotated[int | None, Query(ge=0)] = None,
+    limit: Annotated[int, Query(ge=1, le=explain.MAX_CHUNK)] = 65536,
+) -> LogChunk:
+    """The attempt's output from byte `offset`; call again with `next_offset` to follow until `complete`."""
+    return explain.read_logs(ctx, caller, job_id, offset=offset, attempt=attempt, limit=limit)
+
+
+@router.get("/{job_id}/why", response_model=WhyView)
+def why(job_id: str, ctx: Ctx, caller: Caller) -> WhyView:
+    """Why a pending job waits: the blocker in numbers, its estimated start, hints and its budget's standing."""
+    return explain.why(ctx, caller, job_id)

@@ -1,0 +1,304 @@
+"""Jobs: submit from a spec, list, show, cancel.
+
+Owns: the deployment's rules on a spec (the budget exists, is a leaf and the user may charge it; GPU types and
+clusters exist; slice, grace and session limits fit the policy), idempotent submission by client request id
+(scoped to the user), listing with filters and cursor pagination (newest first), the job detail (history, runs,
+slices, charges) and cancellation requests. Every check happens before the one transaction that writes, so a
+rejected submission leaves the database as it was.
+
+Must not: start, stop or place anything: the store records the request and the engine acts on it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Sequence
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.orm import Session
+
+from allotment.config.errors import Loc
+from allotment.core.model import ContractClass, JobKind
+from allotment.ledger import INFRASTRUCTURE, EntryKind
+from allotment.service.context import Context
+from allotment.service.errors import BadRequest, Conflict, FieldProblem, Forbidden, Invalid, NotFound
+from allotment.service.principal import Principal, budget_parents
+from allotment.service.specs import JobSpec
+from allotment.service.views import (
+    ChargeView,
+    JobDetail,
+    JobEvent,
+    JobPage,
+    JobSummary,
+    RunView,
+    SliceView,
+    Submitted,
+)
+from allotment.service.yamlinput import Document
+from allotment.store.db import reading
+from allotment.store.jobs import Submission, request_cancel, submit
+from allotment.store.records import FINAL_STATES, JOB_STATES, job_events
+from allotment.store.tables import ClusterRow, JobRow, LedgerEntryRow, RunRow, SliceRow
+
+MAX_PAGE = 500
+MAX_REQUEST_ID = 150
+
+
+def _check_spec(session: Session, ctx: Context, principal: Principal, doc: Document[JobSpec]) -> list[FieldProblem]:
+    """Problems of the spec in this deployment; raises Forbidden when the user may not charge the budget."""
+    spec, policy = doc.value, ctx.policy
+    problems: list[FieldProblem] = []
+
+    def bad(loc: Loc, reason: str) -> None:
+        problems.append(doc.problem(loc, reason))
+
+    parents = budget_parents(session)
+    if spec.budget not in parents or spec.budget == INFRASTRUCTURE:
+        bad(("budget",), f"unknown budget {spec.budget!r}")
+    else:
+        children = sorted(name for name, parent in parents.items() if parent == spec.budget)
+        if children:
+            bad(("budget",), f"budget {spec.budget!r} has sub-budgets; submit to one of: {', '.join(children)}")
+        elif not principal.may_submit(spec.budget, parents):
+            raise Forbidden(f"{principal.user} may not submit to budget {spec.budget!r}: not a member")
+    for i, gpu_type in enumerate(spec.resources.gpu_types):
+        if gpu_type not in ctx.rates:
+            bad(("resources", "gpu_types", i), f"unknown GPU type {gpu_type!r} (known: {', '.join(sorted(ctx.rates))})")
+    known = set(session.scalars(select(ClusterRow.name)))
+    for i, cluster in enumerate(spec.resources.clusters):
+        if cluster not in known:
+            bad(("resources", "clusters", i), f"unknown cluster {cluster!r} (known: {', '.join(sorted(known))})")
+    if spec.grace > policy.max_grace:
+        bad(("grace",), f"{spec.grace}s is longer than the longest grace allowed ({policy.max_grace}s)")
+    if spec.max_runtime is not None and spec.max_runtime <= 0:
+        bad(("max_runtime",), "must be positive")
+    length = spec.slice_seconds
+    if spec.kind is JobKind.SESSION:
+        if spec.total_gpus > policy.session_max_gpus:
+            bad(("resources", "gpus"), f"a session holds at most {policy.session_max_gpus} GPUs ({spec.total_gpus})")
+        if length > policy.session_max_length:
+            bad(("contract", "slice"), f"a session lasts at most {policy.session_max_length}s ({length}s asked)")
+        if length <= 0:
+            bad(("contract", "slice"), "a session's length must be positive")
+    elif spec.contract.contract_class is ContractClass.GUARANTEED and not (
+        policy.min_slice <= length <= policy.max_slice
+    ):
+        bad(("contract", "slice"), f"a run slice lasts {policy.min_slice}s to {policy.max_slice}s ({length}s asked)")
+    return problems
+
+
+def _request_key(principal: Principal, request_id: str | None) -> str | None:
+    if request_id is None:
+        return None
+    if not request_id or len(request_id) > MAX_REQUEST_ID or not request_id.isprintable():
+        raise Invalid.of("request_id", f"must be 1 to {MAX_REQUEST_ID} printable characters")
+    return f"{principal.user}:{request_id}"
+
+
+def submit_job(ctx: Context, principal: Principal, doc: Document[JobSpec], request_id: str | None = None) -> Submitted:
+    """Submit the spec as the acting user. A retry with the same request id returns the job the first created."""
+    spec = doc.value
+    key = _request_key(principal, request_id)
+    with ctx.sessions.begin() as session:
+        problems = _check_spec(session, ctx, principal, doc)
+        if problems:
+            raise Invalid("the job spec is invalid: " + "; ".join(str(p) for p in problems), problems)
+        sub = Submission(
+            budget=spec.budget,
+            user=principal.user,
+            command=list(spec.command),
+            gpus=spec.resources.gpus,
+            replicas=spec.resources.replicas,
+            name=spec.name or "",
+            kind=spec.kind,
+            contract=spec.contract.contract_class,
+            slice_seconds=spec.slice_seconds,
+            priority=spec.priority,
+            grace=spec.grace,
+            max_runtime=spec.max_runtime,
+            gpu_types=spec.resources.gpu_types,
+            clusters=spec.resources.clusters,
+            fallback_opportunistic=spec.contract.fallback_opportunistic,
+            requeue=spec.requeue,
+            env=dict(spec.env),
+            image=spec.image,
+            workdir=spec.workdir,
+            request_id=key,
+        )
+        row, created = submit(session, sub, ctx.now())
+        if not created and (row.budget, row.spec["command"], row.gpus, row.replicas, row.kind) != (
+            sub.budget,
+            list(sub.command),
+            sub.gpus,
+            sub.replicas,
+            sub.kind.value,
+        ):
+            raise Conflict(f"request id {request_id!r} was used for another submission ({row.id})")
+        detail = _detail(session, row)
+    if created:
+        ctx.notify()
+    return Submitted(job=detail, created=created)
+
+
+def summary(row: JobRow) -> JobSummary:
+    return JobSummary(
+        id=row.id,
+        name=row.name,
+        budget=row.budget,
+        user=row.user,
+        kind=row.kind,
+        contract=row.contract,
+        gpus=row.gpus,
+        replicas=row.replicas,
+        priority=row.priority,
+        state=row.state,
+        state_reason=row.state_reason,
+        attempt=row.attempt,
+        submitted_at=row.submitted_at,
+        updated_at=row.updated_at,
+        cancel_requested_at=row.cancel_requested_at,
+    )
+
+
+def _detail(session: Session, row: JobRow) -> JobDetail:
+    runs = list(session.scalars(select(RunRow).where(RunRow.job_id == row.id).order_by(RunRow.attempt)))
+    slices = session.scalars(select(SliceRow).where(SliceRow.job_id == row.id).order_by(SliceRow.start, SliceRow.id))
+    entries = list(
+        session.scalars(select(LedgerEntryRow).where(LedgerEntryRow.job_id == row.id).order_by(LedgerEntryRow.id))
+    )
+    spent = (EntryKind.CHARGE.value, EntryKind.REFUND.value)
+    spec = dict(row.spec or {})
+    return JobDetail(
+        **summary(row).model_dump(),
+        command=list(spec.get("command") or []),
+        env=dict(spec.get("env") or {}),
+        image=spec.get("image"),
+        workdir=spec.get("workdir"),
+        slice_seconds=row.slice_seconds,
+        grace=row.grace,
+        max_runtime=row.max_runtime,
+        gpu_types=list(row.gpu_types),
+        clusters=list(row.clusters),
+        fallback_opportunistic=row.fallback_opportunistic,
+        requeue=row.requeue,
+        request_id=row.request_id.split(":", 1)[1] if row.request_id else None,
+        history=[
+            JobEvent(at=e.at, from_state=e.from_state, to_state=e.to_state, reason=e.reason)
+            for e in job_events(session, row.id)
+        ],
+        runs=[
+            RunView(
+                id=r.id,
+                attempt=r.attempt,
+                started_at=r.started_at,
+                ended_at=r.ended_at,
+                placement=list(r.placement),
+                run_class=r.run_class,
+                slice_end=r.slice_end,
+                exit_code=r.exit_code,
+                end_reason=r.end_reason,
+                preempt_reason=r.preempt_reason,
+                kill_at=r.kill_at,
+                price=r.price,
+            )
+            for r in runs
+        ],
+        slices=[SliceView(run_id=s.run_id, start=s.start, end=s.end, kind=s.kind) for s in slices],
+        charges=[
+            ChargeView(
+                at=e.at,
+                budget=e.budget,
+                kind=e.kind,
+                amount_micro=e.amount_micro,
+                run_id=e.run_id,
+                period=e.period_id,
+                memo=e.memo,
+            )
+            for e in entries
+        ],
+        charged_micro=-sum(e.amount_micro for e in entries if e.budget == row.budget and e.kind in spent),
+    )
+
+
+def visible_job(session: Session, principal: Principal, job_id: str) -> JobRow:
+    """The job, when the principal may see it: NotFound when it does not exist, Forbidden otherwise."""
+    row = session.get(JobRow, job_id)
+    if row is None:
+        raise NotFound(f"no job {job_id!r}")
+    if row.user != principal.user and not principal.may_view_budget_jobs(row.budget, budget_parents(session)):
+        raise Forbidden(f"{principal.user} may not see job {job_id}: it belongs to budget {row.budget}")
+    return row
+
+
+def get_job(ctx: Context, principal: Principal, job_id: str) -> JobDetail:
+    with reading(ctx.sessions) as session:
+        return _detail(session, visible_job(session, principal, job_id))
+
+
+def _encode(submitted_at: int, job_id: str) -> str:
+    return base64.urlsafe_b64encode(f"{submitted_at}:{job_id}".encode()).decode().rstrip("=")
+
+
+def _decode(cursor: str) -> tuple[int, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        at, job_id = raw.split(":", 1)
+        return int(at), job_id
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise BadRequest(f"cursor {cursor!r} is not one this server handed out") from None
+
+
+def list_jobs(
+    ctx: Context,
+    principal: Principal,
+    *,
+    states: Sequence[str] = (),
+    budget: str | None = None,
+    user: str | None = None,
+    kind: str | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> JobPage:
+    """Jobs newest first (the queue is visible to every user; details are not). `cursor` continues a listing."""
+    unknown = sorted(set(states) - JOB_STATES)
+    if unknown:
+        raise Invalid.of("state", f"unknown state {unknown[0]!r} (states: {', '.join(sorted(JOB_STATES))})")
+    if not 1 <= limit <= MAX_PAGE:
+        raise Invalid.of("limit", f"must be between 1 and {MAX_PAGE}")
+    stmt = select(JobRow).order_by(JobRow.submitted_at.desc(), JobRow.id.desc()).limit(limit + 1)
+    if states:
+        stmt = stmt.where(JobRow.state.in_(sorted(set(states))))
+    if budget is not None:
+        stmt = stmt.where(JobRow.budget == budget)
+    if user is not None:
+        stmt = stmt.where(JobRow.user == user)
+    if kind is not None:
+        stmt = stmt.where(JobRow.kind == kind)
+    if cursor:
+        at, job_id = _decode(cursor)
+        stmt = stmt.where(or_(JobRow.submitted_at < at, and_(JobRow.submitted_at == at, JobRow.id < job_id)))
+    with reading(ctx.sessions) as session:
+        rows = list(session.scalars(stmt))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return JobPage(
+        items=[summary(r) for r in rows],
+        next_cursor=_encode(rows[-1].submitted_at, rows[-1].id) if more and rows else None,
+    )
+
+
+def cancel_job(ctx: Context, principal: Principal, job_id: str, kinds: Sequence[str] = ()) -> JobSummary:
+    """Ask the engine to cancel: the owner, a lead of the budget's subtree, or an administrator."""
+    with ctx.sessions.begin() as session:
+        row = visible_job(session, principal, job_id)
+        if kinds and row.kind not in kinds:
+            raise NotFound(f"no {' or '.join(kinds)} {job_id!r}")
+        if not principal.may_manage_job(row.user, row.budget, budget_parents(session)):
+            raise Forbidden(f"{principal.user} may not cancel {job_id}: it is {row.user}'s job in {row.budget}")
+        if row.state in FINAL_STATES:
+            raise Conflict(f"job {job_id} is already {row.state}")
+        request_cancel(session, job_id, ctx.now())
+        result = summary(row)
+    ctx.notify()
+    return result

@@ -1,0 +1,108 @@
+"""Interactive sessions: request one, see how to attach, release it.
+
+Owns: the SessionRequest (a small job of kind `session`: budget, GPUs, length, optional command, placement
+preferences), turning it into a job spec submitted like any other, and the attach information of a running session
+(its node, GPUs and the command that reaches them). Releasing a session is cancelling its job.
+
+Must not: start or attach anything itself: the engine starts sessions and the executor runs them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from sqlalchemy import select
+
+from allotment.config.fields import Duration, Name
+from allotment.core.model import JobKind
+from allotment.service.context import Context
+from allotment.service.errors import NotFound
+from allotment.service.jobs import cancel_job, submit_job, summary, visible_job
+from allotment.service.principal import Principal
+from allotment.service.specs import ENV_NAME, JobSpec
+from allotment.service.views import AttachInfo, JobSummary, SessionView
+from allotment.service.yamlinput import Document, from_data
+from allotment.store.db import reading
+from allotment.store.tables import RunRow
+
+DEFAULT_LENGTH = 3600
+
+
+class SessionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    budget: Name
+    gpus: Annotated[StrictInt, Field(ge=1)] = 1
+    length: Duration = DEFAULT_LENGTH
+    """How long the session may hold its GPUs."""
+    command: list[Annotated[str, Field(min_length=1)]] | None = None
+    """What the session runs while it is held (default: sleep for its length)."""
+    name: Name | None = None
+    gpu_types: tuple[Name, ...] = ()
+    clusters: tuple[Name, ...] = ()
+    env: dict[Annotated[str, Field(pattern=ENV_NAME)], str] = Field(default_factory=dict)
+
+
+def session_spec(request: SessionRequest) -> Document[JobSpec]:
+    data: dict[str, Any] = {
+        "name": request.name or f"session-{request.budget}",
+        "budget": request.budget,
+        "command": request.command or ["sleep", str(request.length)],
+        "env": dict(request.env),
+        "kind": JobKind.SESSION.value,
+        "resources": {"gpus": request.gpus, "gpu_types": list(request.gpu_types), "clusters": list(request.clusters)},
+        "contract": {"slice": request.length},
+        "grace": 30,
+        "requeue": False,
+    }
+    return from_data(JobSpec, data, "session request")
+
+
+def request_session(
+    ctx: Context, principal: Principal, request: SessionRequest, request_id: str | None = None
+) -> SessionView:
+    submitted = submit_job(ctx, principal, session_spec(request), request_id)
+    return get_session(ctx, principal, submitted.job.id)
+
+
+def _attach(ctx: Context, job_id: str, placement: list[dict[str, Any]]) -> list[AttachInfo]:
+    out: list[AttachInfo] = []
+    for allocation in placement:
+        node, gpus = str(allocation["node"]), [int(g) for g in allocation["gpus"]]
+        env = {"CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus), "ALLOT_JOB_ID": job_id, "ALLOT_NODE": node}
+        assignments = [f"{k}={v}" for k, v in env.items()]
+        if ctx.executor == "local":
+            command = ["env", *assignments, "bash", "-l"]
+            hint = (
+                f"the local executor runs sessions on the server's host (node {node} is a name there): run this there"
+            )
+        else:
+            command = ["ssh", "-t", node, "env", *assignments, "bash", "-l"]
+            hint = f"log in to {node} and work with the GPUs the session holds"
+        out.append(AttachInfo(node=node, gpus=gpus, command=command, env=env, hint=hint))
+    return out
+
+
+def get_session(ctx: Context, principal: Principal, job_id: str) -> SessionView:
+    with reading(ctx.sessions) as session:
+        row = visible_job(session, principal, job_id)
+        if row.kind != JobKind.SESSION.value:
+            raise NotFound(f"no session {job_id!r} (it is a {row.kind} job)")
+        run = session.scalars(
+            select(RunRow).where(RunRow.job_id == job_id).order_by(RunRow.attempt.desc()).limit(1)
+        ).first()
+        job: JobSummary = summary(row)
+    live = run is not None and run.ended_at is None
+    return SessionView(
+        job=job,
+        ready=live and row.state == "running",
+        started_at=run.started_at if run is not None else None,
+        ends_at=run.slice_end if live and run is not None else None,
+        idle_since=run.idle_since if live and run is not None else None,
+        attach=_attach(ctx, job_id, list(run.placement)) if live and run is not None else [],
+    )
+
+
+def release_session(ctx: Context, principal: Principal, job_id: str) -> JobSummary:
+    return cancel_job(ctx, principal, job_id, kinds=(JobKind.SESSION.value,))

@@ -1,0 +1,119 @@
+"""Job specs: what a user asks to run, in a shape close to Slurm, dstack and Beaker.
+
+Owns: the JobSpec model (name, budget, command as an argv list or a shell-like string split with shlex, image, env,
+workdir, resources {gpus per replica, replicas, gpu_types, clusters}, contract {class, slice, fallback_opportunistic},
+kind, priority, grace, max_runtime, requeue), `parse_spec` for YAML text with field, line and reason for every
+problem, and `spec_from_data` for JSON. Durations are seconds or strings like 30m, 8h, 2d. Unknown keys are errors;
+a spec names no user: jobs always run as the authenticated user.
+
+Must not: check what depends on the deployment (the budget, the fleet, the policy's limits): service.jobs does.
+"""
+
+from __future__ import annotations
+
+import shlex
+from decimal import Decimal
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, field_validator
+
+from allotment.config.fields import Duration, Name
+from allotment.core.model import ContractClass, JobKind
+from allotment.executors.environment import is_managed
+from allotment.service.yamlinput import Document, from_data, from_text
+
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+MAX_PRIORITY = 1000
+
+
+def _argv(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return shlex.split(value)
+        except ValueError as exc:
+            raise ValueError(f"the command cannot be split into arguments: {exc}") from None
+    return value
+
+
+def _env_value(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | Decimal):
+        return str(value)
+    return value
+
+
+Argv = Annotated[list[Annotated[str, Field(min_length=1)]], BeforeValidator(_argv), Field(min_length=1)]
+EnvValue = Annotated[str, BeforeValidator(_env_value)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Resources(_Model):
+    gpus: Annotated[StrictInt, Field(ge=1)] = 1
+    """GPUs per replica."""
+    replicas: Annotated[StrictInt, Field(ge=1)] = 1
+    gpu_types: tuple[Name, ...] = ()
+    """Allowed GPU types (any when empty)."""
+    clusters: tuple[Name, ...] = ()
+    """Allowed clusters (any when empty)."""
+
+
+class Contract(_Model):
+    contract_class: ContractClass = Field(default=ContractClass.GUARANTEED, alias="class")
+    slice: Duration | None = None
+    """The run slice a guaranteed job asks for (sessions: the session's length). Default: one hour."""
+    fallback_opportunistic: StrictBool = False
+    """Run opportunistically while the budget cannot fund a slice."""
+
+
+class JobSpec(_Model):
+    name: Name | None = None
+    budget: Name
+    command: Argv
+    image: str | None = Field(default=None, min_length=1, max_length=500)
+    env: dict[Annotated[str, Field(pattern=ENV_NAME, max_length=200)], EnvValue] = Field(default_factory=dict)
+    workdir: str | None = Field(default=None, min_length=1, max_length=4096)
+    resources: Resources = Field(default_factory=Resources)
+    contract: Contract = Field(default_factory=Contract)
+    kind: JobKind = JobKind.BATCH
+    priority: Annotated[StrictInt, Field(ge=-MAX_PRIORITY, le=MAX_PRIORITY)] = 0
+    """Orders this job among its own budget's jobs only."""
+    grace: Duration = 60
+    """Seconds between SIGTERM and SIGKILL when the job is preempted."""
+    max_runtime: Duration | None = None
+    requeue: StrictBool = True
+    """Go back to the queue after a preemption."""
+
+    @field_validator("env")
+    @classmethod
+    def _no_managed(cls, env: dict[str, str]) -> dict[str, str]:
+        managed = sorted(k for k in env if is_managed(k))
+        if managed:
+            raise ValueError(f"{', '.join(managed)} is set by the executor; it cannot be given in env")
+        return env
+
+    @property
+    def slice_seconds(self) -> int:
+        return self.contract.slice if self.contract.slice is not None else 3600
+
+    @property
+    def total_gpus(self) -> int:
+        return self.resources.gpus * self.resources.replicas
+
+
+def parse_spec_document(text: str) -> Document[JobSpec]:
+    """A spec from YAML text, with its node tree for the lines of later checks; Invalid lists every problem."""
+    return from_text(JobSpec, text, "job spec")
+
+
+def parse_spec(text: str) -> JobSpec:
+    """A spec from YAML text; raises Invalid with the field, line and reason of every problem."""
+    return parse_spec_document(text).value
+
+
+def spec_from_data(data: Any) -> Document[JobSpec]:
+    """A spec from plain data (a JSON body): problems name fields, without lines."""
+    return from_data(JobSpec, data, "job spec")

@@ -1,0 +1,168 @@
+"""API tokens: issuing, authenticating, listing and revoking bearer tokens.
+
+Owns: the token format (`allot_` + 32 random bytes, URL-safe), storing only its SHA-256, expiry (30 days by
+default), revocation, `last_used_at` (refreshed at most once a minute, so reads stay cheap), login (who may obtain a
+token for whom) and turning a presented token into the acting Principal.
+
+Trust model: users are configured, not self-registered. An administrator may issue a token for any configured user;
+any user may issue further tokens for themselves; `login` without credentials works only on a server started with
+open login (a local, single-user server, where whoever reaches the port is trusted to be any configured user).
+
+Must not: keep a secret anywhere but in the response that creates it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+
+from sqlalchemy import select
+
+from allotment.core.model import Seconds
+from allotment.service.context import Context
+from allotment.service.errors import Forbidden, Invalid, NotFound, Unauthenticated
+from allotment.service.principal import Principal, load_principal
+from allotment.service.views import Me, NewToken, TokenView
+from allotment.store.db import reading
+from allotment.store.records import audit
+from allotment.store.tables import ApiTokenRow, UserRow
+
+PREFIX = "allot_"
+TOUCH_EVERY: Seconds = 60
+MAX_TTL: Seconds = 366 * 24 * 3600
+
+
+def token_hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _view(row: ApiTokenRow) -> TokenView:
+    return TokenView(
+        id=row.id,
+        user=row.user,
+        name=row.name,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+        revoked_at=row.revoked_at,
+        last_used_at=row.last_used_at,
+    )
+
+
+def issue(ctx: Context, user: str, *, name: str = "", ttl: Seconds | None = None, actor: str | None = None) -> NewToken:
+    """A new token for a configured user (no rights are checked here: callers do)."""
+    ttl = ctx.token_ttl if ttl is None else ttl
+    if not 0 < ttl <= MAX_TTL:
+        raise Invalid.of("ttl", f"must be between 1 second and {MAX_TTL} seconds")
+    if len(name) > 200:
+        raise Invalid.of("name", "must be at most 200 characters")
+    now = ctx.now()
+    secret = PREFIX + secrets.token_urlsafe(32)
+    with ctx.sessions.begin() as session:
+        if session.get(UserRow, user) is None:
+            raise NotFound(f"no user {user!r} (users are configured)")
+        row = ApiTokenRow(
+            id="t-" + uuid.uuid4().hex[:12],
+            user=user,
+            name=name or "token",
+            token_hash=token_hash(secret),
+            created_at=now,
+            expires_at=now + ttl,
+            revoked_at=None,
+            last_used_at=None,
+        )
+        session.add(row)
+        session.flush()
+        audit(
+            session,
+            at=now,
+            actor=actor or user,
+            action="token.create",
+            target=f"user:{user}",
+            detail={"token": row.id, "expires_at": row.expires_at},
+        )
+        view = _view(row)
+    return NewToken(token=view, secret=secret)
+
+
+def create_token(
+    ctx: Context, principal: Principal, user: str, *, name: str = "", ttl: Seconds | None = None
+) -> NewToken:
+    """Administrators issue tokens for anyone; a user for themselves."""
+    if user != principal.user and not principal.admin:
+        raise Forbidden(f"{principal.user} may not issue tokens for {user}: administrators only")
+    return issue(ctx, user, name=name, ttl=ttl, actor=principal.user)
+
+
+def login(
+    ctx: Context, principal: Principal | None, user: str, *, name: str = "", ttl: Seconds | None = None
+) -> NewToken:
+    """A token for `user`: with an administrator's token, with the user's own token, or with no credentials on a
+    server started with open login."""
+    if principal is None:
+        if not ctx.open_login:
+            raise Unauthenticated("login needs an administrator's token (this server does not allow open login)")
+        return issue(ctx, user, name=name or "login", ttl=ttl, actor=user)
+    return create_token(ctx, principal, user, name=name or "login", ttl=ttl)
+
+
+def authenticate(ctx: Context, secret: str) -> Principal:
+    """The principal a bearer token stands for; Unauthenticated if it is unknown, expired or revoked."""
+    if not secret.startswith(PREFIX):
+        raise Unauthenticated("not an Allotment token")
+    now = ctx.now()
+    digest = token_hash(secret)
+    with reading(ctx.sessions) as session:
+        row = session.scalars(select(ApiTokenRow).where(ApiTokenRow.token_hash == digest)).first()
+        if row is None:
+            raise Unauthenticated("unknown token")
+        if row.revoked_at is not None:
+            raise Unauthenticated("the token was revoked")
+        if row.expires_at <= now:
+            raise Unauthenticated("the token has expired")
+        principal = load_principal(session, row.user)
+        stale = row.last_used_at is None or row.last_used_at + TOUCH_EVERY <= now
+        token_id = row.id
+    if stale:
+        with ctx.sessions.begin() as session:
+            fresh = session.get(ApiTokenRow, token_id)
+            if fresh is not None:
+                fresh.last_used_at = now
+    return principal
+
+
+def list_tokens(ctx: Context, principal: Principal, user: str | None = None) -> list[TokenView]:
+    """The caller's own tokens (an administrator may ask for another user's)."""
+    target = user or principal.user
+    if target != principal.user and not principal.admin:
+        raise Forbidden(f"{principal.user} may not list {target}'s tokens")
+    with reading(ctx.sessions) as session:
+        rows = session.scalars(
+            select(ApiTokenRow).where(ApiTokenRow.user == target).order_by(ApiTokenRow.created_at, ApiTokenRow.id)
+        )
+        return [_view(r) for r in rows]
+
+
+def revoke_token(ctx: Context, principal: Principal, token_id: str) -> TokenView:
+    now = ctx.now()
+    with ctx.sessions.begin() as session:
+        row = session.get(ApiTokenRow, token_id)
+        if row is None:
+            raise NotFound(f"no token {token_id!r}")
+        if row.user != principal.user and not principal.admin:
+            raise Forbidden(f"{principal.user} may not revoke {row.user}'s token")
+        if row.revoked_at is None:
+            row.revoked_at = now
+            audit(
+                session,
+                at=now,
+                actor=principal.user,
+                action="token.revoke",
+                target=f"user:{row.user}",
+                detail={"token": row.id},
+            )
+        return _view(row)
+
+
+def whoami(principal: Principal) -> Me:
+    return Me(user=principal.user, admin=principal.admin, operator=principal.operator, roles=dict(principal.roles))

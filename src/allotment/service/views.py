@@ -1,0 +1,308 @@
+"""What the use cases return: plain, typed, read-only records (pydantic models, so the API can serve them as they
+are and publish their schema).
+
+Owns: the shapes of jobs (summary, detail with history, runs, slices and charges), log chunks, wait reasons with the
+budget's standing, sessions and their attach information, budgets, plans and their changes, nodes and drains, usage
+reports, tokens and the caller's identity. Money is integer credit-microunits (1 credit = 1_000_000), times are Unix
+seconds.
+
+Must not: hold behaviour or know about HTTP.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class View(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class JobSummary(View):
+    id: str
+    name: str
+    budget: str
+    user: str
+    kind: str
+    contract: str
+    gpus: int
+    replicas: int
+    priority: int
+    state: str
+    state_reason: str
+    attempt: int
+    """Runs started so far (the next attempt's number)."""
+    submitted_at: int
+    updated_at: int
+    cancel_requested_at: int | None
+
+
+class JobEvent(View):
+    at: int
+    from_state: str | None
+    to_state: str
+    reason: str
+
+
+class RunView(View):
+    id: str
+    attempt: int
+    started_at: int
+    ended_at: int | None
+    placement: list[dict[str, Any]]
+    run_class: str
+    slice_end: int | None
+    exit_code: int | None
+    end_reason: str | None
+    preempt_reason: str | None
+    kill_at: int | None
+    price: int
+    """Per-mille price of the run's class (1000: full price)."""
+
+
+class SliceView(View):
+    run_id: str
+    start: int
+    end: int
+    kind: str
+
+
+class ChargeView(View):
+    at: int
+    budget: str
+    kind: str
+    amount_micro: int
+    run_id: str | None
+    period: str
+    memo: str
+
+
+class JobDetail(JobSummary):
+    command: list[str]
+    env: dict[str, str]
+    image: str | None
+    workdir: str | None
+    slice_seconds: int
+    grace: int
+    max_runtime: int | None
+    gpu_types: list[str]
+    clusters: list[str]
+    fallback_opportunistic: bool
+    requeue: bool
+    request_id: str | None
+    history: list[JobEvent]
+    runs: list[RunView]
+    slices: list[SliceView]
+    charges: list[ChargeView]
+    charged_micro: int
+    """Net credit-microunits this job cost its budget (charges less refunds)."""
+
+
+class Submitted(View):
+    job: JobDetail
+    created: bool
+    """False when the request id named a job submitted before (a retry)."""
+
+
+class JobPage(View):
+    items: list[JobSummary]
+    next_cursor: str | None
+    """Pass as `cursor` to get the next (older) page; None on the last page."""
+
+
+class LogChunk(View):
+    job_id: str
+    attempt: int | None
+    offset: int
+    next_offset: int
+    data: str
+    complete: bool
+    """The attempt has ended and everything it wrote has been returned: stop following."""
+
+
+class Hint(View):
+    kind: str
+    detail: str
+    start: int | None
+
+
+class Standing(View):
+    budget: str
+    allocation_micro: int
+    balance_micro: int
+    """Credits left in the current period, including what running jobs have accrued but not yet been charged."""
+    committed_micro: int
+    """What the remaining time of granted slices will cost (already promised)."""
+    available_micro: int
+
+
+class WhyView(View):
+    job_id: str
+    state: str
+    blocker: str | None
+    """None when the engine has not considered the job yet."""
+    message: str
+    needed_gpus: int
+    free_gpus: int
+    estimated_start: int | None
+    hints: list[Hint]
+    explained_at: int | None
+    standing: Standing
+
+
+class AttachInfo(View):
+    node: str
+    gpus: list[int]
+    command: list[str]
+    """How to reach the session's node and GPUs from a shell."""
+    env: dict[str, str]
+    hint: str
+
+
+class SessionView(View):
+    job: JobSummary
+    ready: bool
+    started_at: int | None
+    ends_at: int | None
+    idle_since: int | None
+    attach: list[AttachInfo]
+
+
+class BudgetNode(View):
+    name: str
+    parent: str | None
+    depth: int
+    leaf: bool
+    allocation_micro: int
+    max_gpus: int | None
+    used_micro: int
+    """Net spending of the budget's subtree in the current period."""
+    remaining_micro: int
+    """The subtree's balance in the current period."""
+
+
+class BudgetTree(View):
+    period: str
+    budgets: list[BudgetNode]
+    """Depth first, parents before their children."""
+
+
+class MemberView(View):
+    user: str
+    role: str
+
+
+class WindowView(View):
+    id: str
+    budget: str
+    cluster: str
+    gpu_type: str
+    gpus: int
+    start: int
+    end: int
+
+
+class BurnView(View):
+    window: int
+    spent_micro: int
+    per_hour_micro: int
+    exhausts_at: int | None
+
+
+class BudgetDetail(View):
+    period: str
+    budget: BudgetNode
+    children: list[str]
+    burn: BurnView
+    members: list[MemberView]
+    windows: list[WindowView]
+
+
+class PlanChange(View):
+    kind: str
+    """budget | member | window"""
+    target: str
+    field: str
+    old: Any
+    new: Any
+
+
+class PlanDiff(View):
+    period: str
+    changes: list[PlanChange]
+
+
+class PlanApplied(View):
+    period: str
+    changes: list[PlanChange]
+    audit_id: int
+    applied_at: int
+    actor: str
+
+
+class NodeJob(View):
+    job_id: str
+    user: str
+    budget: str
+    gpus: int
+    run_class: str
+    slice_end: int | None
+    kill_at: int | None
+
+
+class NodeView(View):
+    name: str
+    cluster: str
+    gpu_type: str
+    gpus: int
+    state: str
+    forced: bool
+    reason: str | None
+    free_gpus: int
+    jobs: list[NodeJob]
+
+
+class DrainView(View):
+    node: NodeView
+    empty_by: int
+    """When the node will be empty at the latest: its jobs' slice ends (or now) plus their grace."""
+
+
+class UsageRow(View):
+    budget: str
+    period: str
+    gpu_type: str
+    gpu_seconds: int
+    charged_micro: int
+    refunded_micro: int
+    net_micro: int
+
+
+class UsageReport(View):
+    periods: list[str]
+    rows: list[UsageRow]
+
+
+class TokenView(View):
+    id: str
+    user: str
+    name: str
+    created_at: int
+    expires_at: int
+    revoked_at: int | None
+    last_used_at: int | None
+
+
+class NewToken(View):
+    token: TokenView
+    secret: str
+    """The bearer token. Shown once: only its hash is stored."""
+
+
+class Me(View):
+    user: str
+    admin: bool
+    operator: bool
+    roles: dict[str, str]
