@@ -226,6 +226,8 @@ class Explainer:
             job.budget if blocker is Blocker.FUNDS else None,
             job.slice_seconds,
             job.fallback_opportunistic,
+            job.kind,
+            job.grace,
         )
         hit = self._hints.get(key)
         if hit is None:
