@@ -42,6 +42,14 @@ class Settings:
     clock_factor: float = 1.0
     """Engine seconds per wall second (1: real time)."""
     charge_every: int = 300
+    slurm_conf: Path | None = None
+    """executor="slurm": the cluster's slurm.conf (default: $SLURM_CONF, else Slurm's compiled-in default)."""
+    slurm_partition: str | None = None
+    """executor="slurm": the partition jobs are submitted to (default: Slurm's default partition)."""
+    slurm_cluster: str | None = None
+    """executor="slurm": the configured cluster Slurm runs (default: the configuration's only cluster)."""
+    fleet_sync_every: float = 10.0
+    """executor="slurm": seconds between node syncs with Slurm (discovery, DOWN/DRAIN both ways)."""
 
 
 def period_spec(cfg: AllotmentConfig) -> PeriodSpec:
@@ -93,10 +101,35 @@ def make_clock(settings: Settings, sessions: sessionmaker[Session]) -> Clock:
 
 
 def make_executor(settings: Settings, cfg: AllotmentConfig) -> Executor:
+    """The executor `settings.executor` names. "local": processes on this host (state in <data dir>/executor),
+    one virtual node per configured node. "slurm": a SlurmExecutor (state in <data dir>/slurm-executor) wrapped
+    in a fleet sync that discovers the configured cluster's nodes from Slurm and keeps node states in step both
+    ways (engine/fleet_sync.py)."""
     if settings.executor == "local":
         nodes = [n.name for n in to_core(cfg).nodes]
         return LocalExecutor(settings.data_dir / "executor", nodes)
-    raise ValueError(f"unknown executor {settings.executor!r} (choose: local)")
+    if settings.executor == "slurm":
+        from allotment.engine.fleet_sync import FleetSync, SyncedExecutor
+        from allotment.executors.slurm import SlurmExecutor
+
+        names = [c.name for c in cfg.fleet.clusters]
+        cluster = settings.slurm_cluster or (names[0] if len(names) == 1 else None)
+        if cluster is None or cluster not in names:
+            raise ValueError(f"executor slurm: name the cluster Slurm runs (slurm_cluster), one of {names}")
+        [ccfg] = [c for c in cfg.fleet.clusters if c.name == cluster]
+        gpu_type = ccfg.node_groups[0].gpu_type
+        conf = settings.slurm_conf or os.environ.get("SLURM_CONF")
+        slurm = SlurmExecutor(
+            settings.data_dir / "slurm-executor",
+            str(conf) if conf else None,
+            partition=settings.slurm_partition,
+            cluster=cluster,
+            gpu_type=gpu_type,
+        )
+        sessions = session_factory(make_engine(database_url(settings)))
+        clock = make_clock(settings, sessions)
+        return SyncedExecutor(slurm, FleetSync(sessions, slurm, cluster, gpu_type), clock, settings.fleet_sync_every)
+    raise ValueError(f"unknown executor {settings.executor!r} (choose: local, slurm)")
 
 
 @dataclass

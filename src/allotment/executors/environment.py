@@ -1,8 +1,8 @@
 """The environment a job runs with, the same for every executor.
 
 Owns: the names and values of the ALLOT_* variables and of CUDA_VISIBLE_DEVICES for one process of an
-attempt, and which inherited variables are dropped so that a job never sees a stale value from the server's
-environment.
+attempt, the command a session runs when it was given none, and which inherited variables are dropped so that
+a job never sees a stale value from the server's environment.
 Must not: start processes or read the clock. Standard library and allotment.core/ports only (the GPU check
 script runs with nothing but the repository on PYTHONPATH).
 """
@@ -19,6 +19,17 @@ MANAGED_PREFIXES = ("ALLOT_",)
 
 MANAGED_NAMES = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
 """Inherited variables with these names are dropped and set by the executor."""
+
+
+SESSION_COMMAND = ("sleep", "infinity")
+"""What a session runs when its owner gave no command: it only holds the GPUs for clients that attach."""
+
+
+def job_command(spec: LaunchSpec) -> tuple[str, ...]:
+    """The argument vector to run: the spec's, or SESSION_COMMAND for a session submitted without one."""
+    if not spec.command and spec.kind == "session":
+        return SESSION_COMMAND
+    return tuple(spec.command)
 
 
 def is_managed(name: str) -> bool:

@@ -19,7 +19,10 @@ from allotment.ports.executor import EventKind, LaunchSpec
 
 from .helpers import ended, final, kinds, spec, wait_for
 
-REPORT = "import json, os, sys; print(json.dumps({k: os.environ.get(k) for k in sys.argv[1:]}), flush=True)"
+REPORT = (
+    "import json, os, sys, time; print(json.dumps({k: os.environ.get(k) for k in sys.argv[1:]}), flush=True); "
+    "time.sleep(2)"  # seen running: Slurm forgets a job's GPU indices once it ends
+)
 
 
 def _reports(path: Path) -> list[dict[str, str | None]]:

@@ -21,10 +21,12 @@ import socket
 import sys
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from allotment.executors.environment import inherited_environment, job_environment
+from allotment.executors.environment import inherited_environment, job_command, job_environment
+from allotment.executors.local import sessions
 from allotment.executors.local import supervisor as sv
 from allotment.ports.executor import EventKind, ExecutorEvent, LaunchSpec
 
@@ -69,6 +71,8 @@ class LocalExecutor:
         self._children: dict[tuple[str, int], int] = {}
         """Supervisors this instance spawned and has not reaped (used for reaping and the startup window)."""
         self._child_status: dict[tuple[str, int], int] = {}
+        self._kinds: dict[Path, str] = {}
+        """Each attempt's kind (batch or session) as its spec.json says, read once."""
 
     # -- paths ---------------------------------------------------------------------------------------------
 
@@ -88,6 +92,7 @@ class LocalExecutor:
             return  # idempotent per (job_id, attempt)
         d.mkdir(parents=True, exist_ok=True, mode=0o700)
         (self._active / _marker(spec.job_id, spec.attempt)).touch()
+        spec = replace(spec, command=job_command(spec))
         refusal = self._refusal(spec)
         if refusal is not None:
             write = sv.write_json
@@ -100,6 +105,7 @@ class LocalExecutor:
                 "job_id": spec.job_id,
                 "attempt": spec.attempt,
                 "argv": list(spec.command),
+                "kind": spec.kind,
                 "workdir": workdir,
                 "grace": spec.grace,
                 "nodes": [a.node for a in spec.placement],
@@ -260,6 +266,8 @@ class LocalExecutor:
         record = self._final_record(job_id, attempt, d)
         if record is None:
             self._enforce_deadline(d, job)
+            if job is not None and self._is_session(d):
+                events.extend(sessions.attachment_events(d, job_id, attempt, float(job["started_at"])))
             return events
         if _claim(d / DELIVERED_FINAL):
             kind = EventKind.LOST if record["kind"] == "lost" else EventKind.EXITED
@@ -276,7 +284,15 @@ class LocalExecutor:
             )
         marker.unlink(missing_ok=True)
         self._child_status.pop((job_id, attempt), None)
+        self._kinds.pop(d, None)
         return events
+
+    def _is_session(self, d: Path) -> bool:
+        kind = self._kinds.get(d)
+        if kind is None:
+            spec = sv.read_json(d / sv.SPEC)
+            kind = self._kinds[d] = str(spec.get("kind", "batch")) if spec is not None else "batch"
+        return kind == "session"
 
     def _enforce_deadline(self, d: Path, job: dict[str, Any] | None) -> None:
         """Backstop for the supervisor: SIGKILL the group once a stored kill deadline has passed."""

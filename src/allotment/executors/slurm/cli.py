@@ -26,6 +26,16 @@ class SlurmError(RuntimeError):
         self.message = message
 
 
+SUBMIT_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "SHELL")
+"""The only variables of the server's environment that sbatch (and so a job) sees."""
+
+
+def submit_environment() -> dict[str, str]:
+    env = {k: os.environ[k] for k in SUBMIT_ENV if k in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    return env
+
+
 @dataclass(frozen=True, slots=True)
 class SlurmCli:
     """Runs Slurm's clients against one cluster (the one `conf` describes, or the environment's default)."""
@@ -34,8 +44,11 @@ class SlurmCli:
     """Path of slurm.conf; None uses SLURM_CONF from the environment (or Slurm's compiled-in default)."""
     timeout: float = 30.0
 
-    def run(self, argv: Sequence[str], stdin: str | None = None, check: bool = True) -> str:
-        env = dict(os.environ)
+    def run(
+        self, argv: Sequence[str], stdin: str | None = None, check: bool = True, env: Mapping[str, str] | None = None
+    ) -> str:
+        """Run one Slurm client; `env` replaces this process's environment (SLURM_CONF is always added)."""
+        env = dict(os.environ if env is None else env)
         if self.conf is not None:
             env["SLURM_CONF"] = self.conf
         try:
@@ -57,9 +70,10 @@ class SlurmCli:
         return done.stdout
 
     def sbatch(self, args: Sequence[str], script_path: str) -> int:
-        """Submit a batch script with `--parsable`; returns the Slurm job id."""
+        """Submit a batch script with `--parsable`; returns the Slurm job id. sbatch runs with a minimal
+        environment (SUBMIT_ENV), so that `--export=ALL` hands the job nothing of this process's environment."""
         argv = ["sbatch", "--parsable", *args, script_path]
-        out = self.run(argv).strip()
+        out = self.run(argv, env=submit_environment()).strip()
         first = out.split(";", 1)[0]
         if not first.isdigit():
             raise SlurmError(argv, f"unexpected answer {out!r}")

@@ -18,10 +18,12 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from allotment.core.model import Allocation
+from allotment.executors.environment import job_command
 from allotment.executors.slurm import fleet
 from allotment.executors.slurm.cli import SlurmCli, SlurmError, epoch, exit_code, expand_hostlist, gpu_indices
 from allotment.executors.slurm.cli import job_state as state_of
@@ -106,6 +108,7 @@ class SlurmExecutor:
     # -- Executor -------------------------------------------------------------------------------------------
 
     def launch(self, spec: LaunchSpec) -> None:
+        spec = replace(spec, command=job_command(spec))
         rec = self.store.get(spec.job_id, spec.attempt)
         if rec is not None and rec.phase == RELEASED:
             return
@@ -129,8 +132,11 @@ class SlurmExecutor:
                 submitted_at=self.clock.now(),
             )
             self.store.put(rec)
-        else:
-            script = batch_script(spec)
+            # A fresh record's name is new: nothing can have been submitted under it, so the job is submitted
+            # pinned (--nodelist, exactly the placement's nodes) and held, then released — two commands.
+            self._submit_fresh(rec, spec, script)
+            return
+        script = batch_script(spec)
         if rec.slurm_id is None:
             rec = self._submit(rec, spec, script)
         self._pin_and_release(rec)
@@ -257,6 +263,24 @@ class SlurmExecutor:
         args = sbatch_args(spec, rec.name, str(output), self.partition, self.sbatch_extra)
         slurm_id = self.cli.sbatch(args, str(path))
         return self.store.update(rec, slurm_id=slurm_id, phase=HELD)
+
+    def _submit_fresh(self, rec: AttemptRecord, spec: LaunchSpec, script: str) -> None:
+        """Submit held and pinned, release, record once. A crash before the record is written leaves the record
+        in SUBMITTING: the next launch() finds the job by its name and pins and releases it if still held."""
+        path = self.state_dir / "scripts" / f"{rec.name}.sh"
+        path.write_text(script)
+        path.chmod(0o700)
+        output = self.output_dir / f"{rec.name}.out"
+        output.unlink(missing_ok=True)
+        args = sbatch_args(spec, rec.name, str(output), self.partition, self.sbatch_extra)
+        slurm_id = self.cli.sbatch([*args, f"--nodelist={','.join(rec.nodes)}"], str(path))
+        try:
+            self.cli.scontrol("release", str(slurm_id))
+        except SlurmError:
+            self.cli.scancel(str(slurm_id))  # nothing ran: withdraw it so a retry starts clean
+            self.store.delete(rec.job_id, rec.attempt)
+            raise
+        self.store.update(rec, slurm_id=slurm_id, phase=RELEASED)
 
     def _find_by_name(self, name: str) -> int | None:
         """A job a crashed launch submitted but did not record (names are unique per attempt)."""

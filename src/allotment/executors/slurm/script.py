@@ -87,7 +87,10 @@ def sbatch_args(
         f"--output={output}",
         "--open-mode=append",
         "--requeue",
-        "--export=NONE",
+        # The job gets sbatch's own environment, which SlurmCli.sbatch keeps minimal (no server secrets).
+        # Not --export=NONE: that makes Slurm load the user's login environment on the node, which serialises
+        # job starts per node (measured: ~0.15 s per job on one node, versus all in parallel).
+        "--export=ALL",
         f"--comment={SLICE_COMMENT}{'' if spec.slice_end is None else spec.slice_end}",
     ]
     if k > 0:
@@ -133,7 +136,7 @@ def batch_script(spec: LaunchSpec) -> str:
         f'  [ -n "$_allot_c" ] && export ALLOT_SLICE_END="${{_allot_c#Comment={SLICE_COMMENT}}}"',
         "  unset _allot_c",
         "fi",
-        # --export=NONE above keeps the server's environment out of the job; the step takes the script's.
+        # The step takes the script's environment (sbatch's minimal one plus the exports above).
         "export SLURM_EXPORT_ENV=ALL",
         "exec srun --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c "
         + shlex.quote(_TASK_PRELUDE)
