@@ -17,6 +17,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from allotment.cli import jobs as jobs_commands
+from allotment.cli import manage as manage_commands
 from allotment.cli.sample import default_now, default_pending, sample_snapshot
 from allotment.cli.views import config_summary, decisions_data, print_config_summary, print_decisions, print_problems
 from allotment.config import AllotmentConfig, ConfigError, load_config
@@ -31,6 +33,8 @@ app = typer.Typer(
 )
 config_app = typer.Typer(help="Work with Allotment configuration files.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+jobs_commands.register(app)  # submit, run, session, queue, status, why, logs, cancel
+manage_commands.register(app)  # budget …, node …, login, whoami, usage
 
 
 def example_config() -> Path | None:
@@ -88,10 +92,30 @@ def _parse_now(value: str | None, cfg: AllotmentConfig) -> int:
 @app.command()
 def demo(
     config: Annotated[
-        Path | None, typer.Option("--config", help="Configuration (default: the repository's examples/ai2).")
+        Path | None,
+        typer.Option(
+            "--config", help="Configuration (default: examples/demo; with --snapshot: the repository's examples/ai2)."
+        ),
     ] = None,
-    jobs: Annotated[int, typer.Option("--jobs", min=0, help="Pending jobs to list with their reasons.")] = 20,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the sample workload.")] = 1,
+    one_cycle: Annotated[
+        bool,
+        typer.Option(
+            "--snapshot",
+            help="Instead: one scheduling cycle on a sample snapshot (implied by --jobs, --seed, --pending, --now, "
+            "--json).",
+        ),
+    ] = False,
+    no_wait: Annotated[
+        bool, typer.Option("--no-wait", "--ci", help="Exit after the scripted part instead of serving until Ctrl-C.")
+    ] = False,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="Where the demo keeps its data (default: a fresh temporary one).")
+    ] = None,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="API port on 127.0.0.1 (0: a free one).")] = 0,
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", min=0, help="--snapshot: pending jobs to list with their reasons (20).")
+    ] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="--snapshot: seed of the sample workload (1).")] = None,
     pending: Annotated[
         int | None, typer.Option("--pending", min=0, help="Pending jobs in the sample (default: GPUs / 2).")
     ] = None,
@@ -100,9 +124,18 @@ def demo(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the decisions as JSON.")] = False,
 ) -> None:
-    """Run one scheduling cycle of the Allotment policy on a deterministic sample workload and show its decisions."""
+    """Run Allotment for real, about 90 s: a server with a virtual fleet and a scripted workload shown live.
+
+    You see starts, a preemption at a slice end, a session starting in a full cluster and budgets burning down; then
+    the server keeps running until Ctrl-C so you can explore it with the CLI (--no-wait exits instead).
+
+    With --snapshot: one scheduling cycle on a deterministic sample workload, and its decisions."""
+    if not (one_cycle or as_json or any(v is not None for v in (jobs, seed, pending, now))):
+        _live_demo(config, data_dir=data_dir, port=port, wait=not no_wait)
+        return
     from allotment.core.cycle import AllotmentPolicy  # only the demo needs the policy: keep `config` fast
 
+    jobs, seed = (20 if jobs is None else jobs), (1 if seed is None else seed)
     console = Console()
     path = config if config is not None else example_config()
     if path is None:
@@ -120,8 +153,19 @@ def demo(
         print_decisions(console, data, limit=max(jobs, 10))
 
 
-if __name__ == "__main__":
-    app()
+def _live_demo(config: Path | None, *, data_dir: Path | None, port: int, wait: bool) -> None:
+    from allotment.cli.livedemo import DEMO_CONFIG, demo_config, missing_names, run_demo
+
+    console = Console()
+    path = config if config is not None else demo_config()
+    if path is None:
+        console.print(f"[red]✗[/red] cannot find {DEMO_CONFIG}; pass --config PATH")
+        raise typer.Exit(code=2)
+    missing = missing_names(_load(console, path))
+    if missing:
+        console.print(f"[red]✗[/red] the demo's workload needs {', '.join(missing)} in {path}")
+        raise typer.Exit(code=2)
+    raise typer.Exit(code=run_demo(path.resolve(), data_dir=data_dir, port=port, wait=wait, console=console))
 
 
 @app.command("server")
@@ -135,11 +179,22 @@ def server_command(
     ] = None,
     executor: Annotated[str, typer.Option(help="Where jobs run: local (processes on this host).")] = "local",
     interval: Annotated[float, typer.Option(help="Seconds between cycles when nothing happens.")] = 5.0,
+    host: Annotated[str, typer.Option(help="Address the HTTP API listens on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port of the HTTP API (0: any free port).")] = 8642,
+    open_login: Annotated[
+        bool,
+        typer.Option(
+            "--open-login",
+            help="Let `allot login` get a token for any configured user without credentials "
+            "(a local, single-user server only; needs a loopback --host).",
+        ),
+    ] = False,
 ) -> None:
-    """Run the scheduler: migrate and seed the database, then cycle until SIGTERM or Ctrl-C."""
+    """Run the scheduler and its HTTP API: migrate and seed the database, then cycle until SIGTERM or Ctrl-C."""
     import logging
 
-    from allotment.engine.server import serve
+    from allotment.api import attach_api
+    from allotment.engine.server import Server, serve
     from allotment.engine.setup import Settings
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -148,4 +203,40 @@ def server_command(
         Console(stderr=True).print("[red]no configuration given and examples/ai2 not found[/red]")
         raise typer.Exit(code=2)
     _load(Console(stderr=True), path)
-    serve(Settings(config=path, data_dir=data_dir, database_url=database_url, executor=executor), interval=interval)
+    if open_login and host not in ("127.0.0.1", "localhost", "::1"):
+        Console(stderr=True).print("[red]✗[/red] --open-login lets anyone act as any user: only with a loopback --host")
+        raise typer.Exit(code=2)
+    settings = Settings(config=path, data_dir=data_dir, database_url=database_url, executor=executor)
+
+    def with_api(server: Server) -> None:
+        api = attach_api(server, host, port, settings=settings, open_login=open_login)
+        Console(stderr=True).print(f"API at {api.url} (docs: {api.url}/docs); export ALLOT_URL={api.url}")
+
+    serve(settings, interval=interval, attach=with_api)
+
+
+@app.command("attach")
+def attach_command(
+    job: Annotated[str, typer.Argument(help="The session's job id.")],
+    command: Annotated[
+        list[str] | None, typer.Argument(help="Run this command (after `--`) instead of an interactive shell.")
+    ] = None,
+    data_dir: Annotated[Path, typer.Option(help="The server's data directory (its executor state).")] = Path("data"),
+) -> None:
+    """Open a shell in a running session's environment (its GPUs, ALLOT_* variables and working directory) on this
+    host; the session counts as attended while it runs. `allot attach JOB -- CMD ARGS…` runs one command instead."""
+    from allotment.cli.attach import attach
+    from allotment.executors.local.sessions import AttachError
+
+    try:
+        result = attach(data_dir / "executor", job, command or None)
+    except AttachError as error:
+        Console(stderr=True).print(f"[red]✗[/red] {error}")
+        raise typer.Exit(code=2) from None
+    if result.ended_by_session:
+        Console(stderr=True).print(f"session {job} ended; detached")
+    raise typer.Exit(code=result.exit_code)
+
+
+if __name__ == "__main__":
+    app()

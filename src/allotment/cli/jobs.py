@@ -1,0 +1,255 @@
+"""`allot submit | run | session | queue | status | why | logs | cancel`: the job commands, all through the SDK.
+
+Owns: each command's options, building the quick-form spec of `allot run` (the argv after `--` kept verbatim) and
+the session request of `allot session`, waiting with a spinner, following logs, and paginating the queue.
+
+Must not: talk HTTP itself (the SDK does), validate specs (the server does, with lines) or render tables (`render`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from allotment.cli import render
+from allotment.cli.common import EXIT_API, JsonOption, api_call, client, dump, err, fail, out, read_text
+from allotment.sdk import models as m
+
+ATTACH_HINT = "allot attach {job} --data-dir <the server's data directory>   (on the server's host)"
+
+
+def submit(
+    path: Annotated[Path, typer.Argument(help="A job spec in YAML (docs/api.md, 'Job specs'); - reads stdin.")],
+    request_id: Annotated[
+        str | None, typer.Option("--request-id", help="Idempotency key: a retry returns the first job.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Submit a job spec file. Problems are listed with their field and line; nothing is half-submitted."""
+    text = sys.stdin.read() if str(path) == "-" else read_text(path)
+    with api_call(), client() as api:
+        result = api.submit(yaml=text, request_id=request_id)
+    _submitted(result, as_json)
+
+
+def _submitted(result: m.Submitted, as_json: bool) -> None:
+    if as_json:
+        dump(result)
+        return
+    job = result.job
+    verb = "submitted" if result.created else "already submitted (same request id)"
+    out.print(f"[green]✓[/green] {verb} [bold]{job.id}[/bold] {escape(job.name)}: {render.gpus(job)} GPUs from "
+              f"{job.budget}, {job.contract}" + (f", slice {render.ago(job.slice_seconds)}" if job.contract ==
+              "guaranteed" else ""))  # fmt: skip
+    out.print(f"  [dim]allot status {job.id} · allot why {job.id} · allot logs -f {job.id}[/dim]")
+
+
+def run(
+    command: Annotated[
+        list[str] | None, typer.Argument(help="The command and its arguments, after `--` (kept verbatim).")
+    ] = None,
+    budget: Annotated[str, typer.Option("--budget", "-b", help="The leaf budget that pays.")] = "",
+    gpus: Annotated[int, typer.Option("--gpus", "-g", min=1, help="GPUs per replica.")] = 1,
+    replicas: Annotated[int, typer.Option("--replicas", "-r", min=1, help="Replicas of a gang (all or none).")] = 1,
+    name: Annotated[str | None, typer.Option("--name", help="Job name (default: the command's name).")] = None,
+    slice_: Annotated[str | None, typer.Option("--slice", help="Run slice asked for, e.g. 30m, 2h.")] = None,
+    opportunistic: Annotated[bool, typer.Option("--opportunistic", help="Run on idle capacity, cheaper.")] = False,
+    fallback: Annotated[
+        bool, typer.Option("--fallback", help="Run opportunistically while the budget cannot fund a slice.")
+    ] = False,
+    priority: Annotated[int, typer.Option("--priority", help="Order within the budget only (-1000…1000).")] = 0,
+    grace: Annotated[str | None, typer.Option("--grace", help="SIGTERM → SIGKILL notice, e.g. 2m.")] = None,
+    gpu_type: Annotated[list[str] | None, typer.Option("--gpu-type", help="Allowed GPU type (repeat).")] = None,
+    cluster: Annotated[list[str] | None, typer.Option("--cluster", help="Allowed cluster (repeat).")] = None,
+    env: Annotated[list[str] | None, typer.Option("--env", "-e", help="KEY=VALUE for the job (repeat).")] = None,
+    workdir: Annotated[str | None, typer.Option("--workdir", help="Working directory (default: this one).")] = None,
+    no_requeue: Annotated[bool, typer.Option("--no-requeue", help="Do not requeue after a preemption.")] = False,
+    request_id: Annotated[str | None, typer.Option("--request-id", help="Idempotency key.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Submit a command without a spec file: `allot run --gpus 8 --budget pretrain -- python train.py --lr 3e-4`."""
+    if not command:
+        fail("give the command after `--`, e.g. allot run --budget pretrain -- python train.py")
+    if not budget:
+        fail("give the budget that pays: --budget NAME")
+    variables: dict[str, str] = {}
+    for item in env or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            fail(f"--env {item!r}: write KEY=VALUE")
+        variables[key] = value
+    contract: dict[str, Any] = {"class": "opportunistic" if opportunistic else "guaranteed"}
+    if slice_ is not None:
+        contract["slice"] = slice_
+    if fallback:
+        contract["fallback_opportunistic"] = True
+    spec: dict[str, Any] = {
+        "name": name or _name_of(command[0]),
+        "budget": budget,
+        "command": list(command),
+        "resources": {"gpus": gpus, "replicas": replicas, "gpu_types": gpu_type or [], "clusters": cluster or []},
+        "contract": contract,
+        "priority": priority,
+        "requeue": not no_requeue,
+        "workdir": workdir or os.getcwd(),
+    }
+    if variables:
+        spec["env"] = variables
+    if grace is not None:
+        spec["grace"] = grace
+    with api_call(), client() as api:
+        result = api.submit(spec, request_id=request_id)
+    _submitted(result, as_json)
+
+
+def _name_of(program: str) -> str:
+    base = Path(program).name.lower()
+    cleaned = "".join(c if c.isalnum() or c in "-_" else "-" for c in base).strip("-_")
+    return cleaned[:40] or "job"
+
+
+def session(
+    budget: Annotated[str, typer.Option("--budget", "-b", help="The leaf budget that pays.")],
+    gpus: Annotated[int, typer.Option("--gpus", "-g", min=1, help="GPUs (within the session limit).")] = 1,
+    length: Annotated[str, typer.Option("--length", "-l", help="How long to hold them, e.g. 30m, 2h.")] = "1h",
+    name: Annotated[str | None, typer.Option("--name", help="Session name.")] = None,
+    gpu_type: Annotated[list[str] | None, typer.Option("--gpu-type", help="Allowed GPU type (repeat).")] = None,
+    cluster: Annotated[list[str] | None, typer.Option("--cluster", help="Allowed cluster (repeat).")] = None,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait until the session has started.")] = True,
+    timeout: Annotated[float, typer.Option("--timeout", help="Give up waiting after this many seconds.")] = 600,
+    as_json: JsonOption = False,
+) -> None:
+    """Request an interactive session, wait until it has started, and show how to attach."""
+    with api_call(), client() as api:
+        requested = api.request_session(
+            budget, gpus=gpus, length=length, name=name, gpu_types=gpu_type or [], clusters=cluster or []
+        )
+        job_id, started = requested.job.id, time.monotonic()
+        current = requested
+        if wait and not requested.ready:
+            with err.status(f"waiting for session {job_id} ({gpus} GPUs from {budget})…") as spinner:
+
+                def progress(s: m.Session) -> None:
+                    spinner.update(f"session {job_id}: {s.job.state}, {escape(s.job.state_reason)} "
+                                   f"[dim]({time.monotonic() - started:.0f}s)[/dim]")  # fmt: skip
+
+                try:
+                    current = api.wait_session(job_id, timeout=timeout, on_poll=progress)
+                except TimeoutError as error:
+                    err.print(f"[yellow]![/yellow] {error}; it stays queued: allot why {job_id}")
+                    raise typer.Exit(code=EXIT_API) from None
+    if as_json:
+        dump(current)
+        return
+    if current.ready:
+        out.print(f"[green]✓[/green] session {job_id} started after {time.monotonic() - started:.1f}s")
+    out.print(render.session_panel(current, ATTACH_HINT.format(job=job_id)))
+    if not current.ready and current.job.state in ("completed", "failed", "cancelled", "lost"):
+        raise typer.Exit(code=EXIT_API)
+
+
+def queue(
+    budget: Annotated[str | None, typer.Option("--budget", "-b", help="Only this budget.")] = None,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="Only this user's jobs.")] = None,
+    state: Annotated[list[str] | None, typer.Option("--state", "-s", help="Only jobs in this state (repeat).")] = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="batch or session.")] = None,
+    mine: Annotated[bool, typer.Option("--mine", help="Only my jobs.")] = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=500, help="Jobs per page.")] = 50,
+    cursor: Annotated[str | None, typer.Option("--cursor", help="Continue from a previous page.")] = None,
+    all_pages: Annotated[bool, typer.Option("--all", help="Every page, not just the first.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """The queue, newest first, with filters and pages."""
+    with api_call(), client() as api:
+        if mine:
+            user = api.me().user
+        if all_pages:
+            items = list(api.iter_jobs(state=state, budget=budget, user=user, kind=kind, page_size=limit))
+            page = m.JobPage(items=items, next_cursor=None)
+        else:
+            page = api.jobs(state=state, budget=budget, user=user, kind=kind, limit=limit, cursor=cursor)
+    if as_json:
+        dump(page)
+        return
+    if not page.items:
+        out.print("[dim]no jobs match[/dim]")
+        return
+    counts: dict[str, int] = {}
+    for j in page.items:
+        counts[j.state] = counts.get(j.state, 0) + 1
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    out.print(render.queue_table(page.items, title=f"Jobs ({summary})", width=out.width))
+    if page.next_cursor:
+        out.print(f"[dim]more: allot queue --cursor {page.next_cursor} (or --all)[/dim]")
+
+
+def status(job: Annotated[str, typer.Argument(help="The job id.")], as_json: JsonOption = False) -> None:
+    """A job in full: its spec, state history, runs with their slices, and what it was charged."""
+    with api_call(), client() as api:
+        detail = api.job(job)
+    if as_json:
+        dump(detail)
+    else:
+        render.print_status(out, detail)
+
+
+def why(job: Annotated[str, typer.Argument(help="The job id.")], as_json: JsonOption = False) -> None:
+    """Why a pending job waits, in numbers: what blocks it, its budget's standing, estimated start, what would help."""
+    with api_call(), client() as api:
+        reason = api.why(job)
+    if as_json:
+        dump(reason)
+    else:
+        out.print(render.why_panel(reason))
+
+
+def logs(
+    job: Annotated[str, typer.Argument(help="The job id.")],
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing until the attempt ends.")] = False,
+    attempt: Annotated[int | None, typer.Option("--attempt", help="Which attempt (default: the latest).")] = None,
+    offset: Annotated[int, typer.Option("--offset", min=0, help="Start at this byte.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the chunks as JSON lines.")] = False,
+) -> None:
+    """Print a job's output; with -f, follow it until the attempt ends (Ctrl-C stops following)."""
+    with api_call(), client() as api:
+        try:
+            for chunk in api.follow_logs(job, offset=offset, attempt=attempt, follow=follow):
+                if as_json:
+                    typer.echo(chunk.model_dump_json())  # one JSON object per line
+                else:
+                    sys.stdout.write(chunk.data)
+                    sys.stdout.flush()
+        except KeyboardInterrupt:
+            raise typer.Exit(code=0) from None
+
+
+def cancel(
+    jobs: Annotated[list[str], typer.Argument(help="One or more job ids (sessions too: this releases them).")],
+    as_json: JsonOption = False,
+) -> None:
+    """Ask the scheduler to cancel jobs (running ones get SIGTERM and their grace)."""
+    done: list[m.JobSummary] = []
+    with api_call(), client() as api:
+        for job_id in jobs:
+            done.append(api.cancel(job_id))
+            if not as_json:
+                out.print(f"[green]✓[/green] cancel requested for {job_id} ({done[-1].state})")
+    if as_json:
+        dump(done)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("submit")(submit)
+    app.command("run", context_settings={"allow_interspersed_args": False})(run)
+    app.command("session")(session)
+    app.command("queue")(queue)
+    app.command("status")(status)
+    app.command("why")(why)
+    app.command("logs")(logs)
+    app.command("cancel")(cancel)

@@ -1,0 +1,304 @@
+"""How client commands show API answers: times, credits, states and the Rich tables of jobs, budgets and nodes.
+
+Owns: formatting (Unix seconds as local clock times with a relative offset, credit-microunits as credits, coloured
+states) and one table or panel per kind of answer, all from SDK models.
+
+Must not: call the API or decide exit codes (see `common`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from datetime import datetime
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from allotment.sdk import MICRO
+from allotment.sdk import models as m
+
+STATE_STYLE = {
+    "pending": "yellow",
+    "running": "green",
+    "preempting": "magenta",
+    "completed": "blue",
+    "failed": "red",
+    "cancelled": "dim",
+    "lost": "red",
+    "ready": "green",
+    "cordoned": "yellow",
+    "draining": "magenta",
+    "down": "red",
+}
+
+
+def ago(delta: float) -> str:
+    """3s, 4m10s, 2h05m, 3d4h (no sign)."""
+    d = int(abs(delta))
+    if d < 60:
+        return f"{d}s"
+    if d < 3600:
+        return f"{d // 60}m{d % 60:02d}s"
+    if d < 86400:
+        return f"{d // 3600}h{d % 3600 // 60:02d}m"
+    return f"{d // 86400}d{d % 86400 // 3600}h"
+
+
+def relative(t: float, now: float | None = None) -> str:
+    delta = t - (time.time() if now is None else now)
+    if abs(delta) < 1:
+        return "now"
+    return f"in {ago(delta)}" if delta > 0 else f"{ago(delta)} ago"
+
+
+def clock(t: int | None, now: float | None = None) -> str:
+    """Local time (with the date when not today) and how far away it is; — when unknown."""
+    if t is None:
+        return "—"
+    moment = datetime.fromtimestamp(t)
+    today = datetime.fromtimestamp(time.time() if now is None else now).date()
+    shown = f"{moment:%H:%M:%S}" if moment.date() == today else f"{moment:%Y-%m-%d %H:%M}"
+    return f"{shown} ({relative(t, now)})"
+
+
+def credits(micro: int, places: int = 2) -> str:
+    return f"{micro / MICRO:,.{places}f}"
+
+
+def state(name: str) -> Text:
+    return Text(name, style=STATE_STYLE.get(name, ""))
+
+
+def bar(fraction: float, width: int = 10) -> Text:
+    """A horizontal bar of the remaining fraction: green, yellow under 40 %, red under 15 %."""
+    f = min(1.0, max(0.0, fraction))
+    filled = round(f * width)
+    style = "green" if f >= 0.4 else "yellow" if f >= 0.15 else "red"
+    return Text("█" * filled, style=style) + Text("░" * (width - filled), style="dim")
+
+
+def gpus(job: m.JobSummary) -> str:
+    return f"{job.replicas}×{job.gpus}" if job.replicas > 1 else str(job.gpus)
+
+
+# -- jobs -------------------------------------------------------------------------------------------------------
+
+
+UNIX_TIME = re.compile(r"\b1\d{9}\b")
+
+
+def readable(reason: str) -> str:
+    """A state reason with its Unix times as local clock times."""
+    return UNIX_TIME.sub(lambda t: f"{datetime.fromtimestamp(int(t[0])):%H:%M:%S}", reason)
+
+
+def queue_table(jobs: Sequence[m.JobSummary], title: str = "Jobs", width: int = 200) -> Table:
+    """The queue; the reason column gets what `width` leaves after the other columns, cut with an ellipsis."""
+    now = time.time()
+    rows = [
+        [
+            j.id,
+            j.name,
+            j.user,
+            j.budget,
+            gpus(j),
+            "session" if j.kind == "session" else j.contract,
+            j.state,
+            readable(j.state_reason),
+            ago(now - j.submitted_at),
+        ]
+        for j in jobs
+    ]
+    headers = ["id", "name", "user", "budget", "GPUs", "contract", "state", "reason", "age"]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    room = max(12, width - (sum(widths) - widths[7]) - 3 * len(headers) - 1)
+    table = Table(title=title, title_justify="left")
+    for header in headers:
+        table.add_column(header, no_wrap=True, justify="right" if header in ("GPUs", "age") else "left")
+    for r in rows:
+        reason = r[7] if len(r[7]) <= room else r[7][: room - 1] + "…"
+        table.add_row(*(escape(c) for c in r[:6]), state(r[6]), escape(reason), r[8])
+    return table
+
+
+def job_panel(job: m.JobDetail) -> Panel:
+    lines = [
+        f"[bold]{escape(job.name)}[/bold] [dim]{job.id}[/dim]  {job.user} → {job.budget}",
+        f"state      [{STATE_STYLE.get(job.state, '')}]{job.state}[/] — {escape(readable(job.state_reason))}",
+        f"command    {escape(' '.join(job.command))}",
+        f"resources  {gpus(job)} GPUs"
+        + (f" of {', '.join(job.gpu_types)}" if job.gpu_types else "")
+        + (f" on {', '.join(job.clusters)}" if job.clusters else ""),
+        f"contract   {job.contract}, slice {ago(job.slice_seconds)}, grace {ago(job.grace)}, priority {job.priority}"
+        + (", falls back to opportunistic" if job.fallback_opportunistic else ""),
+        f"kind       {job.kind}; requeue {'yes' if job.requeue else 'no'}"
+        + (f"; max runtime {ago(job.max_runtime)}" if job.max_runtime else ""),
+        f"charged    {credits(job.charged_micro, 4)} credits",
+    ]
+    if job.workdir:
+        lines.insert(3, f"workdir    {escape(job.workdir)}")
+    return Panel("\n".join(lines), title="Job", title_align="left")
+
+
+def history_table(job: m.JobDetail) -> Table:
+    table = Table(title="History", title_justify="left")
+    for column in ("at", "state", "why"):
+        table.add_column(column)
+    for e in job.history:
+        change = Text(f"{e.from_state} → " if e.from_state else "", style="dim") + state(e.to_state)
+        table.add_row(clock(e.at), change, escape(readable(e.reason)))
+    return table
+
+
+def runs_table(job: m.JobDetail) -> Table:
+    table = Table(title="Runs", title_justify="left")
+    for column in ("attempt", "class", "nodes", "started", "slice ends", "ended", "exit", "why it ended"):
+        table.add_column(column)
+    for r in job.runs:
+        table.add_row(
+            str(r.attempt),
+            r.run_class,
+            ", ".join(r.nodes),
+            clock(r.started_at),
+            clock(r.slice_end),
+            clock(r.ended_at),
+            "—" if r.exit_code is None else str(r.exit_code),
+            escape(r.preempt_reason or r.end_reason or ""),
+        )
+    return table
+
+
+def charges_table(job: m.JobDetail) -> Table:
+    table = Table(title=f"Charges (net {credits(job.charged_micro, 4)} credits)", title_justify="left")
+    for column in ("at", "kind", "budget", "credits", "period", "memo"):
+        table.add_column(column, justify="right" if column == "credits" else "left")
+    for c in job.charges:
+        table.add_row(clock(c.at), c.kind, c.budget, credits(c.amount_micro, 4), c.period, escape(c.memo))
+    return table
+
+
+def print_status(console: Console, job: m.JobDetail) -> None:
+    console.print(job_panel(job))
+    console.print(history_table(job))
+    if job.runs:
+        console.print(runs_table(job))
+    if job.charges:
+        console.print(charges_table(job))
+
+
+def why_panel(why: m.Why, name: str = "") -> Panel:
+    s = why.standing
+    lines = [
+        f"[bold]{escape(why.message)}[/bold]",
+        f"blocker          {why.blocker or '— (the scheduler has not looked at it yet)'}",
+        f"GPUs             needs {why.needed_gpus}, {why.free_gpus} free where it may run",
+        f"estimated start  {clock(why.estimated_start)}",
+        f"budget {s.budget:<9} balance {credits(s.balance_micro)} of {credits(s.allocation_micro)} credits; "
+        f"committed {credits(s.committed_micro)}; available {credits(s.available_micro)}",
+    ]
+    if why.hints:
+        lines.append("would start sooner with:")
+        lines += [
+            f"  • {h.kind}: {escape(h.detail)}" + (f" (start {clock(h.start)})" if h.start else "") for h in why.hints
+        ]
+    return Panel("\n".join(lines), title=f"Why {escape(name or why.job_id)} waits", title_align="left")
+
+
+def session_panel(session: m.Session, attach_hint: str) -> Panel:
+    job = session.job
+    lines = [f"[bold]{escape(job.name)}[/bold] [dim]{job.id}[/dim]  {job.user} → {job.budget}, {gpus(job)} GPUs"]
+    if session.ready:
+        lines.append(f"[green]ready[/green] since {clock(session.started_at)}; ends {clock(session.ends_at)}")
+        for a in session.attach:
+            lines.append(f"node {a.node}, GPUs {','.join(str(g) for g in a.gpus)}")
+            lines.append(f"  [dim]{escape(a.hint)}[/dim]")
+            lines.append(f"  {escape(' '.join(a.command))}")
+        lines.append(f"attach:  [bold]{escape(attach_hint)}[/bold]")
+        lines.append(f"release: [bold]allot cancel {job.id}[/bold]")
+    else:
+        lines.append(f"{job.state}: {escape(job.state_reason)}")
+    return Panel("\n".join(lines), title="Session", title_align="left")
+
+
+# -- budgets and nodes ---------------------------------------------------------------------------------------------
+
+
+def budget_table(tree: m.BudgetTree, title: str | None = None) -> Table:
+    table = Table(title=title or f"Budgets, period {tree.period} (credits)", title_justify="left")
+    for column in ("budget", "allocation", "used", "remaining", "", "max GPUs"):
+        table.add_column(column, justify="left" if column in ("budget", "") else "right")
+    for b in tree.budgets:
+        share = b.remaining_micro / b.allocation_micro if b.allocation_micro > 0 else 0.0
+        name = "  " * b.depth + (b.name if b.leaf else f"[bold]{b.name}[/bold]")
+        table.add_row(
+            name,
+            credits(b.allocation_micro),
+            credits(b.used_micro, 3),
+            credits(b.remaining_micro, 3),
+            bar(share),
+            "—" if b.max_gpus is None else str(b.max_gpus),
+        )
+    return table
+
+
+def budget_detail(detail: m.BudgetDetail) -> Group:
+    b, burn = detail.budget, detail.burn
+    exhausts = clock(burn.exhausts_at) if burn.exhausts_at else "never at this rate"
+    lines = [
+        f"[bold]{b.name}[/bold] ({'leaf: pays for jobs' if b.leaf else 'group'}), parent {b.parent or '—'}, "
+        f"period {detail.period}",
+        f"allocation {credits(b.allocation_micro)}  used {credits(b.used_micro, 3)}  "
+        f"remaining {credits(b.remaining_micro, 3)} credits" + (f"  max {b.max_gpus} GPUs" if b.max_gpus else ""),
+        f"burn       {credits(burn.spent_micro, 3)} credits over the last {ago(burn.window)} = "
+        f"{credits(burn.per_hour_micro, 3)}/hour; exhausted {exhausts}",
+    ]
+    if detail.children:
+        lines.append(f"children   {', '.join(detail.children)}")
+    parts: list[Panel | Table] = [Panel("\n".join(lines), title="Budget", title_align="left")]
+    if detail.members:
+        members = Table(title="Members", title_justify="left")
+        members.add_column("user")
+        members.add_column("role")
+        for mem in detail.members:
+            members.add_row(mem.user, mem.role)
+        parts.append(members)
+    if detail.windows:
+        windows = Table(title="Capacity windows", title_justify="left")
+        for column in ("id", "pool", "GPUs", "from", "to"):
+            windows.add_column(column)
+        for w in detail.windows:
+            windows.add_row(w.id, f"{w.cluster}/{w.gpu_type}", str(w.gpus), clock(w.start), clock(w.end))
+        parts.append(windows)
+    return Group(*parts)
+
+
+def plan_table(changes: Sequence[m.PlanChange], title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("kind", "target", "field", "old", "new"):
+        table.add_column(column)
+    for c in changes:
+        table.add_row(c.kind, c.target, c.field, Text(repr(c.old), style="red"), Text(repr(c.new), style="green"))
+    return table
+
+
+def node_table(nodes: Sequence[m.Node]) -> Table:
+    table = Table(title="Nodes", title_justify="left")
+    for column in ("node", "cluster", "type", "GPUs free", "state", "why", "jobs"):
+        table.add_column(column)
+    for n in nodes:
+        jobs = ", ".join(f"{j.job_id} ({j.user}/{j.budget}, {j.gpus} {j.run_class})" for j in n.jobs)
+        table.add_row(
+            n.name,
+            n.cluster,
+            n.gpu_type,
+            f"{n.free_gpus}/{n.gpus}",
+            state(n.state + (" (forced)" if n.forced else "")),
+            escape(n.reason or ""),
+            escape(jobs) or "—",
+        )
+    return table

@@ -1,0 +1,317 @@
+"""The API's response bodies as the SDK returns them: typed, read-only pydantic models mirroring docs/api.md.
+
+Owns: the shapes a client reads (jobs, history, runs, slices, charges, logs, wait reasons, sessions, budgets, plans,
+nodes, drains, usage, tokens, the caller). Money is integer credit-microunits (1 credit = 1,000,000), times are Unix
+seconds. Unknown fields are ignored, so an older SDK keeps working against a newer server.
+
+Must not: import the server's packages (api, service, store, engine): the SDK is installable and importable on its
+own; tests/sdk checks that these models keep the server's field names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MICRO = 1_000_000
+"""Credit-microunits per credit."""
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class JobSummary(Model):
+    id: str
+    name: str
+    budget: str
+    user: str
+    kind: str
+    contract: str
+    gpus: int
+    replicas: int
+    priority: int
+    state: str
+    state_reason: str
+    attempt: int
+    submitted_at: int
+    updated_at: int
+    cancel_requested_at: int | None = None
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus * self.replicas
+
+
+class JobEvent(Model):
+    at: int
+    from_state: str | None = None
+    to_state: str
+    reason: str
+
+
+class Run(Model):
+    id: str
+    attempt: int
+    started_at: int
+    ended_at: int | None = None
+    placement: list[dict[str, Any]] = Field(default_factory=list)
+    run_class: str
+    slice_end: int | None = None
+    exit_code: int | None = None
+    end_reason: str | None = None
+    preempt_reason: str | None = None
+    kill_at: int | None = None
+    price: int = 1000
+
+    @property
+    def nodes(self) -> list[str]:
+        return [str(p.get("node", "?")) for p in self.placement]
+
+
+class Slice(Model):
+    run_id: str
+    start: int
+    end: int
+    kind: str
+
+
+class Charge(Model):
+    at: int
+    budget: str
+    kind: str
+    amount_micro: int
+    run_id: str | None = None
+    period: str
+    memo: str = ""
+
+
+class JobDetail(JobSummary):
+    command: list[str]
+    env: dict[str, str] = Field(default_factory=dict)
+    image: str | None = None
+    workdir: str | None = None
+    slice_seconds: int
+    grace: int
+    max_runtime: int | None = None
+    gpu_types: list[str] = Field(default_factory=list)
+    clusters: list[str] = Field(default_factory=list)
+    fallback_opportunistic: bool = False
+    requeue: bool = True
+    request_id: str | None = None
+    history: list[JobEvent] = Field(default_factory=list)
+    runs: list[Run] = Field(default_factory=list)
+    slices: list[Slice] = Field(default_factory=list)
+    charges: list[Charge] = Field(default_factory=list)
+    charged_micro: int = 0
+
+
+class Submitted(Model):
+    job: JobDetail
+    created: bool
+
+
+class JobPage(Model):
+    items: list[JobSummary]
+    next_cursor: str | None = None
+
+
+class LogChunk(Model):
+    job_id: str
+    attempt: int | None = None
+    offset: int
+    next_offset: int
+    data: str
+    complete: bool
+
+
+class Hint(Model):
+    kind: str
+    detail: str
+    start: int | None = None
+
+
+class Standing(Model):
+    budget: str
+    allocation_micro: int
+    balance_micro: int
+    committed_micro: int
+    available_micro: int
+
+
+class Why(Model):
+    job_id: str
+    state: str
+    blocker: str | None = None
+    message: str
+    needed_gpus: int
+    free_gpus: int
+    estimated_start: int | None = None
+    hints: list[Hint] = Field(default_factory=list)
+    explained_at: int | None = None
+    standing: Standing
+
+
+class AttachInfo(Model):
+    node: str
+    gpus: list[int]
+    command: list[str]
+    env: dict[str, str] = Field(default_factory=dict)
+    hint: str = ""
+
+
+class Session(Model):
+    job: JobSummary
+    ready: bool
+    started_at: int | None = None
+    ends_at: int | None = None
+    idle_since: int | None = None
+    attach: list[AttachInfo] = Field(default_factory=list)
+
+
+class BudgetNode(Model):
+    name: str
+    parent: str | None = None
+    depth: int
+    leaf: bool
+    allocation_micro: int
+    max_gpus: int | None = None
+    used_micro: int
+    remaining_micro: int
+
+
+class BudgetTree(Model):
+    period: str
+    budgets: list[BudgetNode]
+
+    def get(self, name: str) -> BudgetNode | None:
+        return next((b for b in self.budgets if b.name == name), None)
+
+
+class Member(Model):
+    user: str
+    role: str
+
+
+class Window(Model):
+    id: str
+    budget: str
+    cluster: str
+    gpu_type: str
+    gpus: int
+    start: int
+    end: int
+
+
+class Burn(Model):
+    window: int
+    spent_micro: int
+    per_hour_micro: int
+    exhausts_at: int | None = None
+
+
+class BudgetDetail(Model):
+    period: str
+    budget: BudgetNode
+    children: list[str] = Field(default_factory=list)
+    burn: Burn
+    members: list[Member] = Field(default_factory=list)
+    windows: list[Window] = Field(default_factory=list)
+
+
+class PlanChange(Model):
+    kind: str
+    target: str
+    field: str
+    old: Any = None
+    new: Any = None
+
+
+class PlanDiff(Model):
+    period: str
+    changes: list[PlanChange]
+
+
+class PlanApplied(Model):
+    period: str
+    changes: list[PlanChange]
+    audit_id: int
+    applied_at: int
+    actor: str
+
+
+class NodeJob(Model):
+    job_id: str
+    user: str
+    budget: str
+    gpus: int
+    run_class: str
+    slice_end: int | None = None
+    kill_at: int | None = None
+
+
+class Node(Model):
+    name: str
+    cluster: str
+    gpu_type: str
+    gpus: int
+    state: str
+    forced: bool = False
+    reason: str | None = None
+    free_gpus: int
+    jobs: list[NodeJob] = Field(default_factory=list)
+
+
+class Drain(Model):
+    node: Node
+    empty_by: int
+
+
+class UsageRow(Model):
+    budget: str
+    period: str
+    gpu_type: str
+    gpu_seconds: int
+    charged_micro: int
+    refunded_micro: int
+    net_micro: int
+
+
+class UsageReport(Model):
+    periods: list[str]
+    rows: list[UsageRow]
+
+
+class Token(Model):
+    id: str
+    user: str
+    name: str = ""
+    created_at: int
+    expires_at: int
+    revoked_at: int | None = None
+    last_used_at: int | None = None
+
+
+class NewToken(Model):
+    token: Token
+    secret: str
+
+
+class Me(Model):
+    user: str
+    admin: bool
+    operator: bool
+    roles: dict[str, str] = Field(default_factory=dict)
+
+
+class Health(Model):
+    status: str
+    time: int
+    database: bool
+
+
+class Problem(Model):
+    field: str
+    reason: str
+    line: int | None = None
