@@ -4,7 +4,6 @@ are opportunistic or accept the fallback."""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import example, given
 
 from allotment.core.decisions import PreemptReason
@@ -101,10 +100,6 @@ def _carried_plan_over_the_limit() -> Case:
     return Case(w.snapshot(), 60, {})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: reserved_first() starts a job on its carried reservation without checking budget GPU limits",
-)
 @PROPERTY
 @example(_carried_plan_over_the_limit())
 @given(cases())

@@ -79,10 +79,10 @@ def _rebackfilled_victims() -> Case:
 
 
 @pytest.mark.xfail(
-    strict=True,
-    reason="core: slice-less (opportunistic) work may be placed on GPUs claimed by a planned start or being freed by "
-    "preemption (backfill_cannot_delay says True when holds_until is None), so victims are re-placed and preempted "
-    "again and again and the reserved job's start keeps moving later (a preemption loop)",
+    strict=False,
+    reason="core, open: in some generated fleets a planned start is dropped in a later cycle (the nodes it counted "
+    "on stop giving way to it once the fair-share standings move), so the plan 'vanishes' and is made again later; "
+    "the job still starts, but its first plan is not kept (issue 2, closing note)",
 )
 @DRIVEN
 @example(_rebackfilled_victims())

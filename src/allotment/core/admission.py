@@ -1,8 +1,7 @@
-"""Admitting one pending job: the terms it would run on, a placement in free GPUs, or a placement bought by preemption.
+"""Admitting one pending job: a placement in free GPUs, or a placement bought by preemption (the terms it would run
+on come from funding.py).
 
 Owns the rules
-- `slice-funding`: a guaranteed slice (or a session) is granted only if the budget can pay for all of it, on the pool
-  it lands in; an unfunded guaranteed job that accepts it runs opportunistically instead (promise 2);
 - `session-headroom`: only sessions and work that leaves within seconds may use a cluster's headroom (promise 9);
 - `backfill-cannot-delay` applied to placement: work that would still hold reserved GPUs at a planned start is kept
   off them, or gets a slice that ends in time (promise 8);
@@ -14,109 +13,16 @@ Must not: choose the order in which jobs are admitted (see pending.py) or emit p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 
-from allotment.core.capacity import NodeSlot, Occupant, Pool, is_quick
-from allotment.core.decisions import Blocker, PreemptReason, Reserve
-from allotment.core.model import ContractClass, Job, JobKind, Micro, ReservationKind, RunClass, Seconds
-from allotment.core.placement import Placement, choose_block, find_free, gpus_held, node_size, nodes_needed
-from allotment.core.preemption import victims_on_node
+from allotment.core.capacity import NodeSlot, Occupant, Pool
+from allotment.core.decisions import PreemptReason, Reserve
+from allotment.core.funding import Terms
+from allotment.core.model import Job, JobKind, ReservationKind, RunClass, Seconds
+from allotment.core.placement import Placement, choose_block, find_free, node_size, nodes_needed
 from allotment.core.reservations import backfill_cannot_delay, claim
 from allotment.core.state import CycleState
-
-
-@dataclass(frozen=True, slots=True)
-class Terms:
-    """How a job would run if admitted now: its class, the pools it may use and, per pool, its slice end."""
-
-    run_class: RunClass
-    pools: tuple[Pool, ...]
-    slice_ends: tuple[Seconds | None, ...]
-    blocker: Blocker | None
-    """Why no pool is usable (FUNDS, WINDOW, NO_POOL, …), when `pools` is empty."""
-
-    def slice_end(self, pool: Pool) -> Seconds | None:
-        return self.slice_ends[self.pools.index(pool)]
-
-
-def terms(st: CycleState, job: Job) -> Terms:
-    """The run class, pools and slice ends a pending job could start with now (rule `slice-funding`). Cached per
-    budget and job shape until the budget's promised money changes."""
-    key = (
-        job.budget,
-        job.gpu_types,
-        job.clusters,
-        job.gpus,
-        job.replicas,
-        job.kind,
-        job.contract,
-        job.slice_seconds,
-        job.fallback_opportunistic,
-        st.committed.get(job.budget, 0),
-    )
-    found = st.terms_cache.get(key)
-    if found is None:
-        found = _terms(st, job)
-        st.terms_cache[key] = found
-    return found
-
-
-def pool_costs(st: CycleState, job: Job) -> tuple[tuple[Pool, int, Micro], ...]:
-    """(pool, GPUs held there, cost of a whole slice there) for every pool the job could ever run in; cached per
-    job shape (it does not depend on the budget)."""
-    key = (job.gpu_types, job.clusters, job.gpus, job.replicas, job.kind, job.slice_seconds)
-    found = st.pool_costs.get(key)
-    if found is None:
-        length = st.slice_length(job)
-        out = []
-        for pool in st.pools(job):
-            size = node_size(st.cap, pool)
-            k = nodes_needed(job, size)
-            need = job.total_gpus if k == 1 else size
-            if k > 0 and sum(1 for g in st.cap.nodes_up.get(pool, ()) if g >= need) >= k:
-                held = gpus_held(job, size)
-                out.append((pool, held, st.slice_cost(job, held, pool, length)))
-        found = st.pool_costs[key] = tuple(out)
-    return found
-
-
-def _terms(st: CycleState, job: Job) -> Terms:
-    usable = pool_costs(st, job)
-    if not usable:
-        return Terms(RunClass.OPPORTUNISTIC, (), (), Blocker.NO_POOL)
-    now = st.now
-    if job.contract is ContractClass.OPPORTUNISTIC and job.kind is JobKind.BATCH:
-        return Terms(RunClass.OPPORTUNISTIC, tuple(p for p, _, _ in usable), tuple(None for _ in usable), None)
-    run_class = RunClass.SESSION if job.kind is JobKind.SESSION else RunClass.GUARANTEED
-    length = st.slice_length(job)
-    funded: list[Pool] = []
-    ends: list[Seconds | None] = []
-    blocker = Blocker.FUNDS
-    available = st.available(job.budget)
-    windows = st.windows
-    for pool, held, full_cost in usable:
-        end = now + length
-        price = full_cost
-        if pool in windows.by_pool:
-            if not windows.window_lends_idle(job.budget, pool, held):
-                blocker = Blocker.WINDOW
-                continue
-            end = windows.slice_end_before_window(job.budget, pool, held, end)
-            if end - now < (length if job.kind is JobKind.SESSION else st.pol.min_slice):
-                blocker = Blocker.WINDOW
-                continue
-            if end != now + length:
-                price = st.slice_cost(job, held, pool, end - now)
-        if available < price:
-            continue
-        funded.append(pool)
-        ends.append(end)
-    if funded:
-        return Terms(run_class, tuple(funded), tuple(ends), None)
-    if job.fallback_opportunistic and job.kind is JobKind.BATCH:
-        return Terms(RunClass.OPPORTUNISTIC, tuple(p for p, _, _ in usable), tuple(None for _ in usable), None)
-    return Terms(run_class, (), (), blocker)
+from allotment.core.victim_index import node_victims
 
 
 def _node_filter(
@@ -124,14 +30,31 @@ def _node_filter(
 ) -> Callable[[NodeSlot, int], bool]:
     grace = st.grace(job)
     strict = job.kind is JobKind.SESSION
+    ends: dict[Pool, Seconds | None] = {}
 
     def ok(slot: NodeSlot, gpus: int) -> bool:
         if not slot.accepts:
             return False
-        verdict = backfill_cannot_delay(slot, gpus, t.slice_end(pool_of(slot)), grace, st.pol.min_slice, st.now)
+        if slot.claim is None:
+            return True  # nothing to delay (backfill_cannot_delay's first case)
+        pool = pool_of(slot)
+        if pool not in ends:
+            ends[pool] = t.slice_end(pool)
+        verdict = backfill_cannot_delay(slot, gpus, ends[pool], grace, st.pol.min_slice, st.now)
         return verdict is True or (verdict is not False and not strict)
 
     return ok
+
+
+def headroom_allowance(st: CycleState, job: Job, t: Terms, ignore: bool = False) -> Callable[[str], int | None]:
+    """The most GPUs the job may take from a cluster's free-or-quick GPUs and still leave its headroom; None when
+    the job may use the headroom (sessions and fast-leaving work)."""
+    exempt = ignore or job.kind is JobKind.SESSION or (t.run_class is RunClass.OPPORTUNISTIC and st.quick(job))
+
+    def allowance(cluster: str) -> int | None:
+        return None if exempt else st.cap.quick_free.get(cluster, 0) - st.pol.headroom_for(cluster)
+
+    return allowance
 
 
 def headroom_filter(st: CycleState, job: Job, t: Terms, ignore: bool = False) -> Callable[[str, int], bool]:
@@ -157,6 +80,8 @@ def final_slice_end(st: CycleState, job: Job, t: Terms, placement: Placement) ->
 
 
 def place_free(st: CycleState, job: Job, t: Terms, ignore_headroom: bool = False) -> Placement | None:
+    if not st.cap.could_fit(job.gpus, job.replicas, t.pools):
+        return None  # no pool has a node with enough free GPUs, or enough whole free nodes
     node_ok = _node_filter(st, job, t, lambda s: s.pool)
     return find_free(job, t.pools, st.cap, node_ok, headroom_filter(st, job, t, ignore_headroom), st.topology)
 
@@ -165,11 +90,11 @@ def start_free(st: CycleState, job: Job, t: Terms, placement: Placement, rule: s
     st.start(job, placement, t.run_class, final_slice_end(st, job, t, placement), rule)
 
 
-def _is_quick_occ(st: CycleState, occ: Occupant) -> bool:
-    return is_quick(occ.job, st.pol.headroom_max_grace, st.pol.max_grace)
-
-
 VictimRule = Callable[[Occupant], PreemptReason | None]
+Indexed = tuple[tuple[object, ...], VictimRule, bool]
+"""(key, rule, same on expired): a rule that looks at the occupant alone, named by `key` in the cycle's victim index,
+and whether it agrees with the preemptor's own rule on nodes holding preemptible slice-expired work too (elsewhere it
+must agree always)."""
 
 
 def place_by_preemption(
@@ -179,34 +104,52 @@ def place_by_preemption(
     rule: VictimRule,
     pools: Sequence[Pool] | None = None,
     ignore_headroom: bool = False,
+    indexed: Indexed | None = None,
 ) -> bool:
     """Free GPUs for the job by preempting work the rule allows, reserve them for it, and return True; or change
-    nothing and return False when no choice of victims lets the job start (rule `never-preempt-in-vain`)."""
+    nothing and return False when no choice of victims lets the job start (rule `never-preempt-in-vain`).
+
+    Only nodes whose reach (free, leaving and preemptible GPUs) covers the need are searched: victim rules never
+    offer work inside its slice. With `indexed`, nodes are read from the cycle's victim index in the order they are
+    preferred (a single-node job takes the first usable one), and only nodes where the index's rule may differ from
+    `rule` are searched afresh."""
     now = st.now
-    cluster_ok = headroom_filter(st, job, t, ignore_headroom)
+    allowance = headroom_allowance(st, job, t, ignore_headroom)
     best: tuple[tuple[int, int], Pool, list[tuple[int, int]], list[tuple[Occupant, PreemptReason]], Seconds] | None
     best = None
     for pool in pools if pools is not None else t.pools:
         size = node_size(st.cap, pool)
         k = nodes_needed(job, size)
         need = job.total_gpus if k == 1 else size
-        if k == 0:
+        # headroom: only free GPUs and fast-leaving victims count against it (found[3] below)
+        room = allowance(pool[0])
+        if k == 0 or (room is not None and room < 0):
             continue
         per_node: dict[int, tuple[list[tuple[Occupant, PreemptReason]], Seconds, tuple[int, int]]] = {}
-        for idx in st.cap.pools.get(pool, ()):
+        afresh: Iterable[int]
+        if indexed is None:
+            afresh = st.cap.nodes_with_reach(pool, need)
+        else:
+            key, base, same_on_expired = indexed
+            afresh = () if same_on_expired else st.cap.expired_nodes[pool]
+            for idx, found in st.victims.ranked(key, base, pool, need):
+                slot = st.cap.nodes[idx]
+                if idx in afresh or slot.claim is not None or (k > 1 and slot.node.gpus != size):
+                    continue
+                if room is None or found[3] <= room:
+                    per_node[idx] = (found[0], found[1], found[2])
+                    if k == 1:
+                        break  # the index is in order of preference
+        for idx in afresh:
             slot = st.cap.nodes[idx]
-            if not slot.accepts or slot.claim is not None or slot.node.gpus < need:
+            if slot.reach < need or slot.claim is not None or slot.node.gpus < need:
                 continue
             if k > 1 and slot.node.gpus != size:
                 continue
-            v = victims_on_node(slot, need, now, rule, st.grace)
-            if v is None:
+            fresh = node_victims(slot, need, now, rule, st.grace, st.quick_occupant)
+            if fresh is None or (room is not None and fresh[3] > room):
                 continue
-            # headroom: only free GPUs and fast-leaving victims count against it
-            from_headroom = min(len(slot.free), need) + sum(o.gpus for o in v.occupants if _is_quick_occ(st, o))
-            if not cluster_ok(pool[0], from_headroom):
-                continue
-            per_node[idx] = (list(zip(v.occupants, v.reasons, strict=True)), v.ready_at, v.cost)
+            per_node[idx] = (fresh[0], fresh[1], fresh[2])
         if len(per_node) < k:
             continue
         if k == 1:

@@ -1,9 +1,12 @@
 """The cycle's working picture of the fleet: which GPUs are free, who holds the rest, and what is promised.
 
 Owns: per-node free GPU indices, the running jobs on each node and when each could leave, per-pool best-fit buckets,
-per-cluster quick-free counts (for session headroom), per-node reservation claims, and per-window slice counters.
-It changes only as the cycle decides (GPUs taken by starts, claimed by reservations); preempted GPUs are not free
-until the executor reports the victim gone, so nothing here frees GPUs.
+per-node "reach" (GPUs free, leaving or held by preemptible work: the most a preemption could ever free there) with
+per-pool buckets of it, per-node change counters (so per-cycle caches know when a node changed), per-cluster
+quick-free counts (for session headroom), and per-node reservation claims.
+It changes only as the cycle decides (GPUs taken by starts, claimed by reservations, occupants told to leave or
+renewed, all through the methods below); preempted GPUs are not free until the executor reports the victim gone, so
+nothing here frees GPUs.
 
 Must not: decide anything. The rules live in placement, preemption, reservations and cycle.
 """
@@ -11,7 +14,7 @@ Must not: decide anything. The rules live in placement, preemption, reservations
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from allotment.core.model import ContractClass, Job, Node, Seconds, Snapshot
@@ -58,9 +61,32 @@ class NodeSlot:
     occupants: list[Occupant] = field(default_factory=list)
     claim: Claim | None = None
     accepts: bool = False
+    reach: int = 0
+    """Free GPUs plus the GPUs of occupants that are leaving or preemptible: no preemption can free more here."""
+    expired: int = 0
+    """GPUs of its preemptible slice-expired work."""
+    version: int = 0
+    """Counts changes to `free` and `occupants` (not to `claim`), for per-cycle caches of per-node results."""
+    _by_leave: tuple[int, list[Occupant]] = (-1, [])
+
+    def by_leave(self) -> list[Occupant]:
+        """The occupants in order of when they could leave (stable), kept until the node changes."""
+        if self._by_leave[0] != self.version:
+            self._by_leave = (self.version, sorted(self.occupants, key=lambda o: o.leave))
+        return self._by_leave[1]
 
     def __post_init__(self) -> None:
         self.accepts = self.node.accepts_work
+
+
+def _reachable(occ: Occupant) -> int:
+    return occ.gpus if occ.leaving or occ.preemptible else 0
+
+
+def _expired(occ: Occupant) -> int:
+    """GPUs of preemptible slice-expired work (preemptible work that held a slice)."""
+    run = occ.job.run
+    return occ.gpus if occ.preemptible and run is not None and run.slice_end is not None else 0
 
 
 def grace_of(job: Job, max_grace: Seconds) -> Seconds:
@@ -128,8 +154,9 @@ class Capacity:
                 if quick and slot.accepts:
                     c = slot.node.cluster
                     self.quick_free[c] = self.quick_free.get(c, 0) + len(held)
+        self._up_with: dict[tuple[Pool, int], int] = {}
         self.version = 0
-        self._fit_cache: dict[tuple[int, int, tuple[Pool, ...]], tuple[int, bool]] = {}
+        self._fit_cache: dict[tuple[int, int, int], tuple[int, bool, Sequence[Pool]]] = {}
         # best-fit buckets: pool → list indexed by free count → sorted node indices (accepting nodes only)
         self.buckets: dict[Pool, list[list[int]]] = {}
         for pool, idxs in self.pools.items():
@@ -143,6 +170,26 @@ class Capacity:
                     self.quick_free[c] = self.quick_free.get(c, 0) + len(slot.free)
                     self.free_by_cluster[c] = self.free_by_cluster.get(c, 0) + len(slot.free)
             self.buckets[pool] = buckets
+        self._top_free: dict[Pool, int] = {pool: self._scan_top(pool) for pool in self.buckets}
+        # reach buckets: pool → list indexed by reach (capped at the pool's node size) → accepting node indices
+        self.reach_buckets: dict[Pool, list[set[int]]] = {}
+        self.expired_nodes: dict[Pool, set[int]] = {}
+        """Accepting nodes holding preemptible slice-expired work, per pool."""
+        self.changes: dict[Pool, list[int]] = {pool: [] for pool in self.pools}
+        """Per pool, the nodes whose free GPUs, occupants or claim changed in this cycle, in order (repeats allowed)."""
+        for pool, idxs in self.pools.items():
+            reach: list[set[int]] = [set() for _ in range(self.node_size[pool] + 1)]
+            expired: set[int] = set()
+            for i in idxs:
+                slot = self.nodes[i]
+                slot.reach = len(slot.free) + sum(_reachable(o) for o in slot.occupants)
+                slot.expired = sum(_expired(o) for o in slot.occupants)
+                if slot.accepts:
+                    reach[min(slot.reach, len(reach) - 1)].add(i)
+                    if slot.expired:
+                        expired.add(i)
+            self.reach_buckets[pool] = reach
+            self.expired_nodes[pool] = expired
 
     @staticmethod
     def _usable(slot: NodeSlot) -> bool:
@@ -153,10 +200,22 @@ class Capacity:
         i = self.index.get(name)
         return None if i is None else self.nodes[i]
 
-    def free_in_pools(self, pools: list[Pool]) -> int:
+    def up_nodes_with(self, pool: Pool, gpus: int) -> int:
+        """How many ready nodes of the pool have at least `gpus` GPUs."""
+        key = (pool, gpus)
+        found = self._up_with.get(key)
+        if found is None:
+            found = self._up_with[key] = sum(1 for g in self.nodes_up.get(pool, ()) if g >= gpus)
+        return found
+
+    def free_in_pools(self, pools: Sequence[Pool]) -> int:
         return sum(len(self.nodes[i].free) for p in pools for i in self.pools.get(p, ()) if self.nodes[i].accepts)
 
     def max_free_in_pool(self, pool: Pool) -> int:
+        """The most free GPUs any accepting node of the pool has."""
+        return self._top_free.get(pool, 0)
+
+    def _scan_top(self, pool: Pool) -> int:
         buckets = self.buckets.get(pool)
         if not buckets:
             return 0
@@ -173,12 +232,20 @@ class Capacity:
             out.extend(buckets[count])
         return out
 
-    def could_fit(self, gpus: int, replicas: int, pools: list[Pool]) -> bool:
+    def nodes_with_reach(self, pool: Pool, at_least: int) -> list[int]:
+        """Accepting nodes of the pool whose reach is at least `at_least`, in no particular order: the only nodes
+        where a preemption could free that many GPUs (victim rules never offer work inside its slice)."""
+        out: list[int] = []
+        for bucket in self.reach_buckets.get(pool, [])[max(at_least, 0) :]:
+            out.extend(bucket)
+        return out
+
+    def could_fit(self, gpus: int, replicas: int, pools: Sequence[Pool]) -> bool:
         """An optimistic test (ignoring headroom, claims and funds): does some pool have a node with enough free
         GPUs, or enough wholly free nodes, for this gang? Cached until GPUs are taken."""
-        key = (gpus, replicas, tuple(pools))
+        key = (gpus, replicas, id(pools))
         hit = self._fit_cache.get(key)
-        if hit is not None and hit[0] == self.version:
+        if hit is not None and hit[0] == self.version and hit[2] is pools:
             return hit[1]
         total = gpus * replicas
         ok = False
@@ -194,7 +261,7 @@ class Capacity:
                 ok = len(self.buckets[pool][size]) >= need
             if ok:
                 break
-        self._fit_cache[key] = (self.version, ok)
+        self._fit_cache[key] = (self.version, ok, pools)
         return ok
 
     # -- changing ----------------------------------------------------------------------------------------------
@@ -209,8 +276,49 @@ class Capacity:
         taken = tuple(slot.free[:gpus])
         del slot.free[:gpus]
         insort(bucket[len(slot.free)], idx)
+        if not lst and self._top_free[slot.pool] == len(slot.free) + gpus:
+            self._top_free[slot.pool] = self._scan_top(slot.pool)
+        self._changed(slot, -gpus, 0)
         c = slot.node.cluster
         self.free_by_cluster[c] -= gpus
         if not quick:
             self.quick_free[c] -= gpus
         return taken
+
+    def set_claim(self, idx: int, claim: Claim | None) -> None:
+        """Hold a node for a reservation, or release it."""
+        slot = self.nodes[idx]
+        slot.claim = claim
+        self.changes[slot.pool].append(idx)
+
+    def add_occupant(self, occ: Occupant) -> None:
+        """A job starting in this cycle now holds GPUs of node `occ.node` (taken with take())."""
+        slot = self.nodes[occ.node]
+        slot.occupants.append(occ)
+        self._changed(slot, _reachable(occ), _expired(occ))
+
+    def update_occupant(self, occ: Occupant, *, leaving: bool, preemptible: bool, leave: Seconds) -> None:
+        """An occupant was told to leave, or renewed: its new state and the earliest time its GPUs could be free."""
+        slot = self.nodes[occ.node]
+        reach, expired = _reachable(occ), _expired(occ)
+        occ.leaving, occ.preemptible, occ.leave = leaving, preemptible, leave
+        self._changed(slot, _reachable(occ) - reach, _expired(occ) - expired)
+
+    def _changed(self, slot: NodeSlot, reach_delta: int, expired_delta: int) -> None:
+        """Record a change of a node's free GPUs or occupants (every such change goes through here)."""
+        slot.version += 1
+        self.changes[slot.pool].append(slot.idx)
+        reach = slot.reach + reach_delta
+        if slot.accepts:
+            buckets = self.reach_buckets[slot.pool]
+            top = len(buckets) - 1
+            old, new = min(slot.reach, top), min(reach, top)
+            if old != new:
+                buckets[old].discard(slot.idx)
+                buckets[new].add(slot.idx)
+            if expired_delta and slot.expired + expired_delta > 0:
+                self.expired_nodes[slot.pool].add(slot.idx)
+            elif expired_delta:
+                self.expired_nodes[slot.pool].discard(slot.idx)
+        slot.reach = reach
+        slot.expired += expired_delta

@@ -129,7 +129,8 @@ class Run:
     started_at: Seconds
     run_class: RunClass
     slice_end: Seconds | None = None
-    """End of the granted run slice; None when the run is opportunistic (never had or lost its slice)."""
+    """End of the granted run slice; None when the run never had one (opportunistic work). After its slice lapses
+    a guaranteed run keeps the past end (it is then slice-expired work, priced as opportunistic)."""
     preemption: Preemption | None = None
     idle_since: Seconds | None = None
     """Sessions: when the last client detached (None while someone is attached)."""

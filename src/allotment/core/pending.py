@@ -19,17 +19,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from allotment.core.admission import (
-    Terms,
     final_slice_end,
     headroom_filter,
     place_by_preemption,
     place_free,
     start_free,
-    terms,
 )
 from allotment.core.capacity import Occupant
 from allotment.core.decisions import Blocker, PreemptReason, Reserve
 from allotment.core.fairshare import credits_per_hour
+from allotment.core.funding import Terms, terms
 from allotment.core.model import ContractClass, Job, JobKind, ReservationKind, RunClass
 from allotment.core.placement import Placement
 from allotment.core.preemption import (
@@ -51,13 +50,16 @@ def reserved_first(st: CycleState, carried: list[Carried]) -> None:
     for c in carried:
         job = c.job
         for idx, _ in c.nodes:
-            st.cap.nodes[idx].claim = None
+            st.cap.set_claim(idx, None)
         t = terms(st, job)
         if t.blocker is not None:
             st.blockers[job.id] = t.blocker
             continue
         if c.pool not in t.pools:
             continue  # its plan no longer fits its terms: the reservation lapses and it is served like any other job
+        if st.within_limits(job, sum(g for _, g in c.nodes)) is not None:
+            st.blockers[job.id] = Blocker.LIMIT
+            continue
         if all(len(st.cap.nodes[i].free) >= g for i, g in c.nodes):
             placement = Placement(c.pool, c.nodes)
             st.start(job, placement, t.run_class, final_slice_end(st, job, t, placement), "reservation")
@@ -86,6 +88,10 @@ def sessions_first(st: CycleState) -> None:
         key=lambda j: (j.submitted_at, j.id),
     )
     preempt_failed: set[tuple[object, ...]] = set()
+
+    def takes(occ: Occupant) -> PreemptReason | None:
+        return session_takes(occ, st.now)
+
     for job in pending:
         if job.total_gpus > pol.session_max_gpus or job.slice_seconds > pol.session_max_length:
             st.blockers[job.id] = Blocker.SESSION_LIMIT
@@ -104,8 +110,8 @@ def sessions_first(st: CycleState) -> None:
         if placement is not None:
             start_free(st, job, t, placement, "session")
             continue
-        key = (job.total_gpus, t.pools, st.grace(job))
-        if key in preempt_failed or not place_by_preemption(st, job, t, lambda o: session_takes(o, st.now)):
+        key = (job.total_gpus, id(t.pools), st.grace(job))  # terms() interns its tuples: identity is equality
+        if key in preempt_failed or not place_by_preemption(st, job, t, takes, indexed=(("session",), takes, True)):
             preempt_failed.add(key)
             st.blockers[job.id] = Blocker.CAPACITY
 
@@ -139,7 +145,10 @@ def window_claims(st: CycleState) -> None:
             key = (job.gpus, job.replicas, st.grace(job))
             if key in preempt_failed:
                 continue
-            if place_by_preemption(st, job, pinned, _reclaim_for(w.budget), ignore_headroom=True):
+            reclaim = _reclaim_for(w.budget)
+            if place_by_preemption(
+                st, job, pinned, reclaim, ignore_headroom=True, indexed=(("window", w.budget), reclaim, True)
+            ):
                 held += need
             else:
                 preempt_failed.add(key)
@@ -223,15 +232,8 @@ def _consider(
         return False
     if t.run_class is RunClass.OPPORTUNISTIC and not opportunistic_pass:
         return None
-    key: tuple[object, ...] = (
-        job.gpus,
-        job.replicas,
-        t.pools,
-        t.slice_ends,
-        t.run_class,
-        st.grace(job),
-        st.quick(job),
-    )
+    # t has no blocker here, so it stands for (run class, pools, slice ends); terms() interns it: identity is equality
+    key: tuple[object, ...] = (job.gpus, job.replicas, id(t), st.grace(job), st.quick(job))
     if key not in free_failed:
         placement = place_free(st, job, t)
         if placement is not None:
@@ -245,14 +247,17 @@ def _consider(
     if job.budget not in st.preempt_tried and key not in preempt_failed:
         st.preempt_tried.add(job.budget)
         below = st.fs.standing(job.budget) < 1.0
-        if place_by_preemption(st, job, t, _guaranteed_victims(st, job, t, below)):
+        # the rule takes opportunistic work alone, and, when `below`, slice-expired work on budget-dependent terms
+        indexed = (("for-guaranteed",), _opportunistic_yields_to_guaranteed, not below)
+        if place_by_preemption(st, job, t, _guaranteed_victims(st, job, t, below), indexed=indexed):
             return True
         if not below:
             preempt_failed.add(key)
     if job.budget not in st.planned_budgets and len(st.planned_budgets) < st.pol.max_reservations:
         st.planned_budgets.add(job.budget)
         yields = st.yields_to(job)
-        plan = plan_start(job, t.pools, st.cap, st.topology, st.now, yields, _headroom_holds_all_free(st, job, t))
+        binds = _headroom_holds_all_free(st, job, t)
+        plan = plan_start(job, t.pools, st.cap, st.topology, st.now, yields, binds, st.earliest_bounds)
         if plan is not None:
             claim(st.cap, job.id, plan.nodes, plan.planned_start, yields)
             names = tuple((st.cap.nodes[i].node.name, g) for i, g in plan.nodes)
@@ -274,6 +279,10 @@ def _headroom_holds_all_free(st: CycleState, job: Job, t: Terms) -> Callable[[st
     return binds
 
 
+def _opportunistic_yields_to_guaranteed(occ: Occupant) -> PreemptReason | None:
+    return opportunistic_yields(occ, PreemptReason.FOR_GUARANTEED)
+
+
 def _guaranteed_victims(st: CycleState, job: Job, t: Terms, below: bool) -> Callable[[Occupant], PreemptReason | None]:
     rate = min(st.rate(p) for p in t.pools)
     after = st.fs.standing_after(job.budget, credits_per_hour(job.total_gpus, rate)) if below else 0.0
@@ -288,7 +297,7 @@ def _guaranteed_victims(st: CycleState, job: Job, t: Terms, below: bool) -> Call
         return losses[k]
 
     def rule(occ: Occupant) -> PreemptReason | None:
-        found = opportunistic_yields(occ, PreemptReason.FOR_GUARANTEED)
+        found = _opportunistic_yields_to_guaranteed(occ)
         if found is None and below:
             found = expired_yields_to_under_share(occ, st.now, job.budget, after, loss)
         return found

@@ -83,13 +83,13 @@ def find_free(
             continue
         if k == 1:
             need = job.total_gpus
-            if not cluster_ok(pool[0], need):
+            if capacity.max_free_in_pool(pool) < need or not cluster_ok(pool[0], need):
                 continue
             for idx in capacity.nodes_with_free(pool, need):
                 if node_ok(capacity.nodes[idx], need):
                     return Placement(pool, ((idx, need),))
             continue
-        if not cluster_ok(pool[0], k * size):
+        if len(capacity.nodes_with_free(pool, size)) < k or not cluster_ok(pool[0], k * size):
             continue
         whole = [
             (idx, 0.0)

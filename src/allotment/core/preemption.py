@@ -111,7 +111,7 @@ def victims_on_node(
         return Victims((), (), 0, 0, ready)
     eligible: list[tuple[Occupant, PreemptReason]] = []
     for occ in slot.occupants:
-        if occ.leaving:
+        if occ.leaving or not never_inside_slice(occ):
             continue
         reason = test(occ)
         if reason is not None:

@@ -3,16 +3,17 @@
 Owns: turning a blocker into a WaitReason — a message with the numbers behind it (GPUs needed and free, budget money
 and commitments, limits), an estimated start (the planned start when the job holds a reservation, otherwise the
 earliest time its gang could fit given known slice ends: a lower bound), and hints: fewer GPUs, a shorter slice,
-another cluster or GPU type, running opportunistically. Results are cached per job shape within a cycle.
+another cluster or GPU type, running opportunistically. Results are cached per job shape within a cycle (keyed on
+the identity of the job's tuple of pools, which the cycle state interns: equal tuples are one object).
 
 Must not: change the cycle's state.
 """
 
 from __future__ import annotations
 
-from allotment.core.admission import pool_costs, terms
 from allotment.core.capacity import Pool
 from allotment.core.decisions import Blocker, Hint, HintKind, Reserve, WaitReason
+from allotment.core.funding import pool_costs, terms
 from allotment.core.model import ContractClass, Job, JobKind, ReservationKind, RunClass, Seconds
 from allotment.core.placement import gpus_held, node_size, nodes_needed
 from allotment.core.reservations import earliest_on_node
@@ -37,10 +38,17 @@ class Explainer:
         self._hints: dict[tuple[object, ...], tuple[Hint, ...]] = {}
         self._reserves: dict[str, Reserve] = {r.job_id: r for r in st.reserves}
         self._reasons: dict[tuple[object, ...], WaitReason] = {}
+        self._checked: dict[tuple[object, ...], Blocker] = {}
+        self._with_room: dict[tuple[int, int], list[Pool]] = {}
+        self._windows: dict[tuple[object, ...], list[tuple[int, str, str, int, str, str]]] = {}
+        self._pool_fit: dict[tuple[Pool, int, int], tuple[Seconds | None, int, int]] = {}
+        self._pool_free: dict[Pool, int] = {}
+        self._room: dict[tuple[object, ...], tuple[Hint, ...]] = {}
+        self._latest_claim: dict[tuple[object, ...], Seconds | None] = {}
 
     def explain(self, job: Job) -> WaitReason:
         st = self.st
-        pools = tuple(st.pools(job))
+        pools = st.pools(job)
         need = job.total_gpus
         free, earliest, fits_unclaimed, fits_claimed = self._fit_info(job, pools)
         res = self._reserves.get(job.id)
@@ -72,7 +80,7 @@ class Explainer:
             detail = (job.slice_seconds, job.fallback_opportunistic, job.grace)
         elif blocker is Blocker.SESSION_LIMIT:
             detail = (job.user, job.slice_seconds)
-        key = (blocker, job.budget, pools, job.gpus, job.replicas, job.kind, detail)
+        key = (blocker, job.budget, id(pools), job.gpus, job.replicas, job.kind, detail)
         hit = self._reasons.get(key)
         if hit is not None:
             return hit
@@ -81,7 +89,25 @@ class Explainer:
         return reason
 
     def _checked_blocker(self, job: Job) -> Blocker:
-        """The blocker of a job the fast path passed over: its limits and funds, else capacity."""
+        """The blocker of a job the fast path passed over: its limits and funds, else capacity (the same for every
+        job of one budget and shape: the cycle's state no longer changes)."""
+        key = (
+            job.budget,
+            job.gpu_types,
+            job.clusters,
+            job.gpus,
+            job.replicas,
+            job.kind,
+            job.contract,
+            job.slice_seconds,
+            job.fallback_opportunistic,
+        )
+        found = self._checked.get(key)
+        if found is None:
+            found = self._checked[key] = self._check_blocker(job)
+        return found
+
+    def _check_blocker(self, job: Job) -> Blocker:
         st = self.st
         if st.within_limits(job, job.total_gpus) is not None:
             return Blocker.LIMIT
@@ -118,43 +144,64 @@ class Explainer:
     def _fit_info(self, job: Job, pools: tuple[Pool, ...]) -> tuple[int, Seconds | None, bool, bool]:
         """(free GPUs in the pools, earliest fit from known leave times, fits now ignoring headroom on an
         unclaimed node, fits now only on nodes a reservation claims)."""
-        key = (pools, job.gpus, job.replicas)
+        key = (id(pools), job.gpus, job.replicas)
         hit = self._fit.get(key)
         if hit is not None:
             return hit
         st = self.st
-        free = st.cap.free_in_pools(list(pools))
+        free = 0
         earliest: Seconds | None = None
         unclaimed = claimed = False
         for pool in pools:
+            free += self._free_in(pool)
             size = node_size(st.cap, pool)
             k = nodes_needed(job, size)
             if k == 0:
                 continue
             need = job.total_gpus if k == 1 else size
-            times: list[Seconds] = []
-            fit_u = fit_c = 0
-            for idx in st.cap.pools.get(pool, ()):
-                slot = st.cap.nodes[idx]
-                if not slot.accepts or slot.node.gpus < need:
-                    continue
-                t = earliest_on_node(slot, need, st.now)
-                if t is not None:
-                    times.append(t)
-                if len(slot.free) >= need:
-                    if slot.claim is None:
-                        fit_u += 1
-                    else:
-                        fit_c += 1
-            if len(times) >= k:
-                times.sort()
-                t_pool = times[k - 1]
+            t_pool, fit_u, fit_c = self._fit_in(pool, need, k)
+            if t_pool is not None:
                 earliest = t_pool if earliest is None else min(earliest, t_pool)
             unclaimed = unclaimed or fit_u >= k
             claimed = claimed or (fit_u + fit_c >= k and fit_u < k)
         out = (free, earliest, unclaimed, claimed)
         self._fit[key] = out
         return out
+
+    def _free_in(self, pool: Pool) -> int:
+        found = self._pool_free.get(pool)
+        if found is None:
+            found = self._pool_free[pool] = self.st.cap.free_in_pools((pool,))
+        return found
+
+    def _fit_in(self, pool: Pool, need: int, k: int) -> tuple[Seconds | None, int, int]:
+        """(the earliest time k nodes of the pool could each hold `need` GPUs, given known leave times; nodes with
+        `need` free GPUs now that no reservation claims; those that one claims)."""
+        key = (pool, need, k)
+        found = self._pool_fit.get(key)
+        if found is not None:
+            return found
+        st = self.st
+        times: list[Seconds] = []
+        fit_u = fit_c = 0
+        for idx in st.cap.pools.get(pool, ()):
+            slot = st.cap.nodes[idx]
+            if not slot.accepts or slot.node.gpus < need:
+                continue
+            t = earliest_on_node(slot, need, st.now)
+            if t is not None:
+                times.append(t)
+            if len(slot.free) >= need:
+                if slot.claim is None:
+                    fit_u += 1
+                else:
+                    fit_c += 1
+        t_pool: Seconds | None = None
+        if len(times) >= k:
+            times.sort()
+            t_pool = times[k - 1]
+        found = self._pool_fit[key] = (t_pool, fit_u, fit_c)
+        return found
 
     def _message(self, job: Job, blocker: Blocker, pools: tuple[Pool, ...], free: int) -> str:
         st = self.st
@@ -192,14 +239,7 @@ class Explainer:
         if blocker is Blocker.NO_POOL:
             return f"no ready node of an allowed GPU type and cluster can hold {shape}"
         if blocker is Blocker.WINDOW:
-            booked = sorted(
-                {
-                    (w.start, w.id, w.budget, w.gpus, w.cluster, w.gpu_type)
-                    for p in st.pools(job)
-                    for w in st.windows.windows_on(p)
-                    if w.budget != job.budget
-                }
-            )
+            booked = self._booked(pools, job.budget)
             if not booked:
                 return f"its pools are booked by capacity windows; it needs {shape}"
             _, wid, owner, gpus, cluster, gpu_type = booked[0]
@@ -216,10 +256,26 @@ class Explainer:
         where = f"{job.total_gpus} on one node" if job.replicas == 1 or job.total_gpus <= 8 else "enough whole nodes"
         return f"needs {shape}; {free} GPUs are free in its pools but not {where}"
 
+    def _booked(self, pools: tuple[Pool, ...], budget: str) -> list[tuple[int, str, str, int, str, str]]:
+        """Other budgets' windows on the pools: (start, id, budget, GPUs, cluster, GPU type), earliest first."""
+        key = (id(pools), budget)
+        found = self._windows.get(key)
+        if found is None:
+            windows = self.st.windows
+            found = self._windows[key] = sorted(
+                {
+                    (w.start, w.id, w.budget, w.gpus, w.cluster, w.gpu_type)
+                    for p in pools
+                    for w in windows.windows_on(p)
+                    if w.budget != budget
+                }
+            )
+        return found
+
     # -- hints -------------------------------------------------------------------------------------------------
     def _hints_for(self, job: Job, pools: tuple[Pool, ...], blocker: Blocker) -> tuple[Hint, ...]:
         key = (
-            pools,
+            id(pools),
             job.gpus,
             job.replicas,
             blocker,
@@ -235,41 +291,76 @@ class Explainer:
             self._hints[key] = hit
         return hit
 
+    def _room_hints(self, job: Job, pools: tuple[Pool, ...]) -> tuple[Hint, ...]:
+        """Fewer GPUs (how many would start now) and another pool with room now; the same for every job of one
+        shape and pools."""
+        key = (id(pools), job.gpus, job.replicas)
+        found = self._room.get(key)
+        if found is not None:
+            return found
+        st = self.st
+        now = st.now
+        hints: list[Hint] = []
+        best = 0
+        for pool in pools:
+            size = node_size(st.cap, pool)
+            if nodes_needed(job, size) == 1:
+                best = max(best, min(st.cap.max_free_in_pool(pool), job.total_gpus - 1))
+            else:
+                whole = len(st.cap.nodes_with_free(pool, size))
+                best = max(best, min(whole * size, job.total_gpus - 1))
+        if 0 < best < job.total_gpus:
+            noun = "GPU" if best == 1 else "GPUs"
+            hints.append(Hint(HintKind.FEWER_GPUS, f"with {best} {noun} it could start now", now))
+        allowed = set(pools)
+        for pool in self._pools_with_room(job):
+            if pool not in allowed:
+                hints.append(Hint(HintKind.OTHER_POOL, f"cluster {pool[0]} ({pool[1]}) has room now", now))
+                break
+        found = self._room[key] = tuple(hints)
+        return found
+
+    def _pools_with_room(self, job: Job) -> list[Pool]:
+        """Every pool where the job's gang would fit in free GPUs now, in the fleet's order of pools."""
+        key = (job.gpus, job.replicas)
+        found = self._with_room.get(key)
+        if found is None:
+            cap = self.st.cap
+            found = self._with_room[key] = []
+            for pool in cap.pools:
+                size = node_size(cap, pool)
+                k = nodes_needed(job, size)
+                if (k == 1 and cap.max_free_in_pool(pool) >= job.total_gpus) or (
+                    k > 1 and len(cap.nodes_with_free(pool, size)) >= k
+                ):
+                    found.append(pool)
+        return found
+
+    def _latest_claim_with_room(self, pools: tuple[Pool, ...], gpus: int) -> Seconds | None:
+        """The latest planned start among claimed nodes of the pools that have `gpus` GPUs free now."""
+        key = (id(pools), gpus)
+        if key in self._latest_claim:
+            return self._latest_claim[key]
+        st = self.st
+        latest: Seconds | None = None
+        for pool in pools:
+            for idx in st.cap.pools.get(pool, ()):
+                slot = st.cap.nodes[idx]
+                if slot.claim is not None and len(slot.free) >= gpus:
+                    at = slot.claim.planned_start
+                    latest = at if latest is None else max(latest, at)
+        self._latest_claim[key] = latest
+        return latest
+
     def _compute_hints(self, job: Job, pools: tuple[Pool, ...], blocker: Blocker) -> list[Hint]:
         st = self.st
         now = st.now
         hints: list[Hint] = []
         if blocker in (Blocker.CAPACITY, Blocker.RESERVED, Blocker.HEADROOM, Blocker.WINDOW):
-            best = 0
-            for pool in pools:
-                size = node_size(st.cap, pool)
-                if nodes_needed(job, size) == 1:
-                    best = max(best, min(st.cap.max_free_in_pool(pool), job.total_gpus - 1))
-                else:
-                    whole = len(st.cap.nodes_with_free(pool, size))
-                    best = max(best, min(whole * size, job.total_gpus - 1))
-            if 0 < best < job.total_gpus:
-                noun = "GPU" if best == 1 else "GPUs"
-                hints.append(Hint(HintKind.FEWER_GPUS, f"with {best} {noun} it could start now", now))
-            allowed = set(pools)
-            for pool in st.cap.pools:
-                if pool in allowed:
-                    continue
-                size = node_size(st.cap, pool)
-                k = nodes_needed(job, size)
-                if (k == 1 and st.cap.max_free_in_pool(pool) >= job.total_gpus) or (
-                    k > 1 and len(st.cap.nodes_with_free(pool, size)) >= k
-                ):
-                    hints.append(Hint(HintKind.OTHER_POOL, f"cluster {pool[0]} ({pool[1]}) has room now", now))
-                    break
+            hints.extend(self._room_hints(job, pools))
         if blocker is Blocker.RESERVED and job.kind is JobKind.BATCH:
-            grace = st.grace(job)
-            longest = 0
-            for pool in pools:
-                for idx in st.cap.pools.get(pool, ()):
-                    slot = st.cap.nodes[idx]
-                    if slot.claim is not None and len(slot.free) >= job.total_gpus:
-                        longest = max(longest, slot.claim.planned_start - grace - now)
+            latest = self._latest_claim_with_room(pools, job.total_gpus)
+            longest = 0 if latest is None else max(0, latest - st.grace(job) - now)
             if longest > 0:
                 hints.append(Hint(HintKind.SHORTER_SLICE, f"a slice of at most {_dur(longest)} would start now", now))
         if blocker is Blocker.FUNDS and pools:

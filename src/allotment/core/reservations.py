@@ -10,7 +10,7 @@ Must not: emit decisions or take GPUs; the cycle does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from allotment.core.capacity import Capacity, Claim, NodeSlot, Occupant, Pool
@@ -18,6 +18,9 @@ from allotment.core.model import Job, Seconds
 from allotment.core.placement import choose_block, node_size, nodes_needed
 
 Yields = Callable[[Occupant], bool]
+Bounds = Callable[[Pool, int, bool], Iterable[tuple[int, Seconds]]]
+"""(pool, need, free_counts) → (node index, earliest_on_node with everyone_yields) for the pool's accepting nodes with
+at least `need` GPUs that could ever hold it, earliest first (ties by node index); claimed nodes may be left out."""
 
 
 def everyone_yields(occ: Occupant) -> bool:
@@ -35,7 +38,7 @@ def earliest_on_node(
     have = len(slot.free) if free_counts else 0
     if have >= need:
         return now
-    for occ in sorted(slot.occupants, key=lambda o: o.leave):
+    for occ in slot.by_leave():
         if not occ.leaving and not yields(occ):
             continue
         have += occ.gpus
@@ -59,9 +62,12 @@ def plan_start(
     now: Seconds,
     yields: Yields = everyone_yields,
     headroom_binds: Callable[[str, int], bool] = lambda cluster, gpus: False,
+    bounds: Bounds | None = None,
 ) -> Plan | None:
     """The earliest planned start over the job's pools, on nodes no other reservation claims; ties go to the pool
-    the job prefers."""
+    the job prefers. `bounds`, when given, lists a pool's nodes in order of the earliest time they could hold a need
+    if all their occupants gave way (earliest_on_node with everyone_yields): a single-node job then looks only at the
+    nodes whose bound is not later than the best start found so far."""
     best: Plan | None = None
     for pool in pools:
         size = node_size(capacity, pool)
@@ -70,6 +76,11 @@ def plan_start(
             continue
         need = job.total_gpus if k == 1 else size
         free_counts = not headroom_binds(pool[0], need * k)
+        if k == 1 and bounds is not None:
+            single = _earliest_single(capacity, pool, need, now, yields, free_counts, bounds)
+            if single is not None and (best is None or single.planned_start < best.planned_start):
+                best = single
+            continue
         cands: list[tuple[int, float]] = []
         for idx in capacity.pools.get(pool, ()):
             slot = capacity.nodes[idx]
@@ -95,6 +106,23 @@ def plan_start(
     return best
 
 
+def _earliest_single(
+    capacity: Capacity, pool: Pool, need: int, now: Seconds, yields: Yields, free_counts: bool, bounds: Bounds
+) -> Plan | None:
+    """plan_start for a single-node job on one pool: the earliest start, then the fullest node, then the index."""
+    best: tuple[Seconds, int, int] | None = None
+    for idx, bound in bounds(pool, need, free_counts):
+        if best is not None and bound > best[0]:
+            break  # this node and all after it could start no earlier
+        slot = capacity.nodes[idx]
+        if slot.claim is not None:
+            continue
+        t = earliest_on_node(slot, need, now, yields, free_counts)
+        if t is not None and (best is None or (t, len(slot.free), idx) < best):
+            best = (t, len(slot.free), idx)
+    return None if best is None else Plan(pool, ((best[2], need),), best[0])
+
+
 def claim(
     capacity: Capacity,
     job_id: str,
@@ -110,7 +138,7 @@ def claim(
             for o in slot.occupants
             if (not o.leaving and not yields(o)) or (not o.preemptible and o.leave > planned_start)
         )
-        slot.claim = Claim(job_id, need, planned_start, max(0, slot.node.gpus - need - held_past), yields)
+        capacity.set_claim(idx, Claim(job_id, need, planned_start, max(0, slot.node.gpus - need - held_past), yields))
 
 
 def backfill_cannot_delay(
@@ -118,14 +146,16 @@ def backfill_cannot_delay(
 ) -> Seconds | bool:
     """May a job take `gpus` GPUs of this node without delaying the node's planned start?
 
-    Returns True when it may as asked (no claim; preemptible work when the planned start is at least `min_slice`
+    Returns True when it may as asked (no claim; preemptible work when the planned start is at least `min_slice` + grace
     away, so it is worth starting; work that leaves in time; or spare room), a capped slice end when it may only
     with its slice ending early enough (at least `min_slice` long), or False."""
     c = slot.claim
     if c is None:
         return True
     if holds_until is None:
-        return c.planned_start - now >= min_slice
+        # preemptible work must be worth starting and still be told to leave in time: at least `min_slice` of work,
+        # then its grace, before the planned start (otherwise re-placed victims would push the plan back each cycle)
+        return c.planned_start - now >= min_slice + grace
     if holds_until + grace <= c.planned_start:
         return True
     if c.spare >= gpus:

@@ -49,9 +49,11 @@ def end_of_life(st: CycleState) -> None:
 
 
 def slice_ends(st: CycleState) -> None:
-    """Renew or lapse every guaranteed run whose slice has ended."""
+    """Renew or lapse every guaranteed run whose slice has ended, earliest slice end first (then job id), so the order
+    of jobs in the snapshot never decides which renewal a budget's money covers."""
     now = st.now
-    for job in st.snap.jobs:
+    ended = (j for j in st.snap.jobs if j.run is not None and j.run.slice_end is not None and j.run.slice_end <= now)
+    for job in sorted(ended, key=lambda j: (j.run.slice_end if j.run is not None else 0, j.id)):
         run = job.run
         if (
             run is None
@@ -75,8 +77,7 @@ def slice_ends(st: CycleState) -> None:
         grace = st.grace(job)
         for occ in st.occupants.get(job.id, ()):
             use_spare_renewal(st.cap.nodes[occ.node], occ, why, grace)
-            occ.preemptible = False
-            occ.leave = why + grace
+            st.cap.update_occupant(occ, leaving=occ.leaving, preemptible=False, leave=why + grace)
 
 
 def _renewal_blocker(st: CycleState, job_id: str) -> Seconds | str:

@@ -9,11 +9,11 @@ Must not: contain the ordering or preemption rules themselves (see cycle, steps 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from allotment.core.capacity import Capacity, Occupant, Pool, grace_of
+from allotment.core.capacity import Capacity, NodeSlot, Occupant, Pool, grace_of, is_quick
 from allotment.core.decisions import Blocker, Lapse, Preempt, PreemptReason, Renew, Reserve, Start, WaitReason
 from allotment.core.fairshare import FairShare, credits_per_hour
 from allotment.core.model import (
@@ -30,9 +30,13 @@ from allotment.core.model import (
     Snapshot,
 )
 from allotment.core.placement import Placement, pools_for
-from allotment.core.reservations import use_spare
+from allotment.core.ranking import Rankings
+from allotment.core.reservations import earliest_on_node, everyone_yields, use_spare
 from allotment.core.units import cost, mean_life
+from allotment.core.victim_index import VictimIndex
 from allotment.core.windows import WindowBook
+
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -49,6 +53,7 @@ class CycleState:
     def __init__(self, snapshot: Snapshot, now: Seconds) -> None:
         self.snap = snapshot
         self.now = now
+        self._interned: dict[object, object] = {}
         self.pol = snapshot.policy
         self.cap = Capacity(snapshot, now)
         self.topology = {c.name: c.topology for c in snapshot.clusters}
@@ -68,9 +73,10 @@ class CycleState:
         self.committed: dict[str, Micro] = {}
         self.sessions_of: dict[str, int] = {}
         held_rate: dict[str, int] = {}  # integer sums, so the order of jobs cannot change a standing
+        for name in {job.budget for job in snapshot.jobs}:
+            if name in self.budgets:
+                self.fs.mark_active(name)
         for job in snapshot.jobs:
-            if job.budget in self.budgets:
-                self.fs.mark_active(job.budget)
             run = job.run
             if run is None:
                 continue
@@ -101,12 +107,21 @@ class CycleState:
         self.planned_budgets: set[str] = set()
         self.blockers: dict[str, Blocker] = {}
         self.backfill_of: dict[str, str] = {}
+        self.started_terms: dict[str, tuple[Seconds | None, int, Micro]] = {}
+        """Jobs started in this cycle: (slice end, GPUs held, rate of their pool)."""
         self.preempt_tried: set[str] = set()
         self.unchecked: set[str] = set()
         """Jobs passed over on the fast path (nothing could fit them): their funds and limits are checked only
         when their reason is explained."""
-        self.terms_cache: dict[tuple[object, ...], Any] = {}
+        self.shapes: dict[tuple[object, ...], Any] = {}
+        """Per job shape: its usable pools and the terms found for it (funding.terms)."""
         self.pool_costs: dict[tuple[object, ...], Any] = {}
+        """Per pool and job size, kind and slice: GPUs held and the cost of a whole slice there (funding)."""
+        self.window_verdicts: dict[tuple[object, ...], Any] = {}
+        """Per pool with windows, owner, job size, kind, slice and slices granted on the pool (funding)."""
+        self.rankings = Rankings(self.cap)
+        """Per-pool node rankings kept for the cycle (victims for preemption, earliest possible starts for plans)."""
+        self.victims = VictimIndex(self.rankings, self.cap, now, self.grace, self.quick_occupant)
         self.queues: dict[str, list[Job]] = {}
         """Pending batch jobs of each budget in the budget's own order: priority, then age, then id."""
         for job in snapshot.jobs:
@@ -114,16 +129,35 @@ class CycleState:
                 self.queues.setdefault(job.budget, []).append(job)
         for queue in self.queues.values():
             queue.sort(key=lambda j: (-j.priority, j.submitted_at, j.id))
-        self._pools: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Pool]] = {}
+        self._pools: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[Pool, ...]] = {}
+
+    def intern(self, value: _T) -> _T:
+        """The cycle's canonical object equal to `value` (kept alive for the cycle, so its identity is a key)."""
+        return self._interned.setdefault(value, value)  # type: ignore[return-value]
 
     # -- lookups -----------------------------------------------------------------------------------------------
-    def pools(self, job: Job) -> list[Pool]:
+    def pools(self, job: Job) -> tuple[Pool, ...]:
+        """The pools the job allows, in its order of preference (interned: equal tuples are one object)."""
         key = (job.gpu_types, job.clusters)
         found = self._pools.get(key)
         if found is None:
-            found = pools_for(job, self.cap, self.snap.rates)
+            found = self.intern(tuple(pools_for(job, self.cap, self.snap.rates)))
             self._pools[key] = found
         return found
+
+    def earliest_bounds(self, pool: Pool, need: int, free_counts: bool) -> Iterable[tuple[int, Seconds]]:
+        """reservations.Bounds: the pool's unclaimed nodes by the earliest time they could hold `need` GPUs if every
+        occupant gave way."""
+        now = self.now
+
+        def value(slot: NodeSlot) -> Seconds | None:
+            if not slot.accepts or slot.claim is not None or slot.node.gpus < need:
+                return None
+            return earliest_on_node(slot, need, now, everyone_yields, free_counts)
+
+        return self.rankings.get(
+            ("earliest", need, free_counts), pool, lambda: self.cap.pools.get(pool, ()), value, lambda t: t
+        )
 
     def rate(self, pool: Pool) -> Micro:
         return self.snap.rates.get(pool[1], 0)
@@ -174,6 +208,10 @@ class CycleState:
             and job.kind is JobKind.BATCH
         )
 
+    def quick_occupant(self, occ: Occupant) -> bool:
+        """Is this running work fast-leaving (it may sit in session headroom)?"""
+        return is_quick(occ.job, self.pol.headroom_max_grace, self.pol.max_grace)
+
     def headroom_ok(self, job: Job, quick: bool) -> bool:
         """Sessions and fast-leaving work may use headroom; everything else leaves it free."""
         return job.kind is JobKind.SESSION or quick
@@ -197,13 +235,17 @@ class CycleState:
                 return True
             if job.budget == holder.budget:
                 return False
-            if job.run is None:
+            # work started earlier in this cycle is judged like running work (next cycle it will be running)
+            slice_end, held, rate_held = (
+                (job.run.slice_end, job.run.gpu_count, self.rate_of_run(job))
+                if job.run is not None
+                else self.started_terms[job.id]
+            )
+            if slice_end is None or starving:
                 return True
-            if job.run.slice_end is None or starving:
-                return True
-            key = (job.budget, occ.gpus)
+            key = (job.budget, held)
             if key not in verdicts:
-                loss = credits_per_hour(job.run.gpu_count, self.rate_of_run(job))
+                loss = credits_per_hour(held, rate_held)
                 g_after, l_after = self.fs.standings_after_swap(holder.budget, gain, job.budget, loss)
                 verdicts[key] = max(g_after, l_after) < max(before, self.fs.standing(job.budget))
             return verdicts[key]
@@ -224,12 +266,13 @@ class CycleState:
             # a job started in this cycle is not preempted in the same cycle; it leaves at its slice end at the earliest
             leave = (slice_end if slice_end is not None else self.now) + self.grace(job)
             occ = Occupant(job, gpus, leave, preemptible=False, leaving=False, node=idx)
-            slot.occupants.append(occ)
+            self.cap.add_occupant(occ)
             self.occupants.setdefault(job.id, []).append(occ)
         held = placement.gpus
         self.starts.append(Start(job.id, tuple(allocs), run_class, slice_end, rule, backfill_for))
         if backfill_for is not None:
             self.backfill_of[job.id] = backfill_for
+        self.started_terms[job.id] = (slice_end, placement.gpus, self.rate(placement.pool))
         self.started.add(job.id)
         self.fs.hold(job.budget, credits_per_hour(held, self.rate(placement.pool)))
         for name in self.fs.ancestors(job.budget):
@@ -250,6 +293,4 @@ class CycleState:
         self.preempts.append(Preempt(occ_job.id, reason, grace, again, preemptor))
         self.preempted.add(occ_job.id)
         for occ in self.occupants.get(occ_job.id, ()):
-            occ.leaving = True
-            occ.preemptible = False
-            occ.leave = self.now + grace
+            self.cap.update_occupant(occ, leaving=True, preemptible=False, leave=self.now + grace)

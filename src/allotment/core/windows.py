@@ -36,6 +36,11 @@ class WindowBook:
                 self.by_pool.setdefault((w.cluster, w.gpu_type), []).append(w)
         # GPUs in slices of budgets other than the window's, on its pool, reaching past the window's start (or now)
         self.others_in_slice: dict[str, int] = {w.id: 0 for ws in self.by_pool.values() for w in ws}
+        self.owners = {w.budget for ws in self.by_pool.values() for w in ws}
+        self.version = 0
+        """Counts slices granted in this cycle on pools with windows (the verdicts below may change with each)."""
+        self.pool_version: dict[Pool, int] = dict.fromkeys(self.by_pool, 0)
+        """The same count per pool."""
         if not self.by_pool:
             return
         for job in jobs:
@@ -80,7 +85,9 @@ class WindowBook:
 
     def commit(self, budget: str, pool: Pool, gpus: int, slice_end: Seconds | None) -> None:
         """Count a slice granted in this cycle."""
-        if slice_end is not None:
+        if slice_end is not None and pool in self.by_pool:
+            self.version += 1
+            self.pool_version[pool] += 1
             self._count(budget, pool, gpus, slice_end)
 
     def active_windows(self) -> list[CapacityWindow]:

@@ -1,0 +1,237 @@
+"""Rule `slice-funding` (docs/policy.md §6): the terms a pending job could start on now.
+
+Owns: the pools a job could ever run in, with the GPUs it would hold and the cost of a whole slice there
+(pool_costs), and its Terms: the run class, the pools whose slice its budget can pay for — a slice on a pool with
+capacity windows is capped or refused by `slice_end_before_window` and `window_lends_idle` — with the slice end in
+each, or the blocker when there is none; an unfunded guaranteed job that accepts it runs opportunistically instead
+(promise 2). Terms are cached per job shape and budget until the budget's promised money changes (so they may lag a
+window count changed by another budget's start in the same cycle), and interned: equal Terms are one object within a
+cycle, so callers may key caches on their identity.
+
+Must not: place jobs, or decide the order in which they are served.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from allotment.core.capacity import Pool
+from allotment.core.decisions import Blocker
+from allotment.core.model import ContractClass, Job, JobKind, Micro, RunClass, Seconds
+from allotment.core.placement import gpus_held, node_size, nodes_needed
+from allotment.core.state import CycleState
+
+
+@dataclass(frozen=True, slots=True)
+class Terms:
+    """How a job would run if admitted now: its class, the pools it may use and, per pool, its slice end."""
+
+    run_class: RunClass
+    pools: tuple[Pool, ...]
+    slice_ends: tuple[Seconds | None, ...]
+    blocker: Blocker | None
+    """Why no pool is usable (FUNDS, WINDOW, NO_POOL, …), when `pools` is empty."""
+
+    def slice_end(self, pool: Pool) -> Seconds | None:
+        return self.slice_ends[self.pools.index(pool)]
+
+
+WindowVerdict = tuple[Seconds, Micro] | None
+"""A slice's (end, price) on a pool with windows, or None when a window refuses it."""
+
+
+@dataclass(slots=True)
+class _Verdicts:
+    """The window verdicts of one shape for one window owner (or for every other budget)."""
+
+    seen: int
+    """The window book's version they reflect."""
+    pool_versions: list[int]
+    verdicts: list[WindowVerdict]
+    generation: int = 0
+    """Counts changes of `verdicts` (Terms found for older generations are not reused)."""
+    allowed: tuple[tuple[int, Pool, Seconds, Micro], ...] = ()
+    """(position in the usable pools, pool, slice end, price) of the pools with windows a slice may use."""
+    refused: bool = False
+    prices: list[Micro] = field(default_factory=list)
+    """Sorted distinct prices of every pool a slice may use."""
+
+
+@dataclass(slots=True)
+class _Shape:
+    """What terms() needs of one job shape (GPU types, clusters, GPUs, replicas, kind, slice), for the cycle."""
+
+    usable: tuple[tuple[Pool, int, Micro], ...]
+    """(pool, GPUs held there, cost of a whole slice there) for every pool the job could ever run in."""
+    plain: tuple[tuple[int, Pool, Micro], ...]
+    """(position in `usable`, pool, cost) for pools without windows."""
+    windowed: tuple[tuple[int, Pool, int, Micro], ...]
+    """(position, pool, GPUs held, cost) for pools with windows."""
+    plain_prices: list[Micro]
+    by_budget: dict[tuple[object, ...], Terms] = field(default_factory=dict)
+    """terms() per (budget, contract, fallback, money the budget has promised)."""
+    verdicts: dict[str | None, _Verdicts] = field(default_factory=dict)
+    found: dict[tuple[object, ...], Terms] = field(default_factory=dict)
+    """Terms per (window verdicts, level of the available money among the prices, fallback)."""
+
+
+def terms(st: CycleState, job: Job) -> Terms:
+    """The run class, pools and slice ends a pending job could start with now (rule `slice-funding`)."""
+    shape = _shape(st, job)
+    key = (job.budget, job.contract, job.fallback_opportunistic, st.committed.get(job.budget, 0))
+    found = shape.by_budget.get(key)
+    if found is None:
+        found = shape.by_budget[key] = _terms(st, job, shape)
+    return found
+
+
+def pool_costs(st: CycleState, job: Job) -> tuple[tuple[Pool, int, Micro], ...]:
+    """(pool, GPUs held there, cost of a whole slice there) for every pool the job could ever run in (it does not
+    depend on the budget)."""
+    return _shape(st, job).usable
+
+
+def _shape(st: CycleState, job: Job) -> _Shape:
+    key = (job.gpu_types, job.clusters, job.gpus, job.replicas, job.kind, job.slice_seconds)
+    found: _Shape | None = st.shapes.get(key)
+    if found is None:
+        usable = []
+        for pool in st.pools(job):
+            entry = _pool_cost(st, job, pool)
+            if entry is not None:
+                usable.append(entry)
+        by_pool = st.windows.by_pool
+        plain = tuple((i, p, c) for i, (p, _, c) in enumerate(usable) if p not in by_pool)
+        windowed = tuple((i, p, h, c) for i, (p, h, c) in enumerate(usable) if p in by_pool)
+        found = st.shapes[key] = _Shape(tuple(usable), plain, windowed, sorted({c for _, _, c in plain}))
+    return found
+
+
+def _pool_cost(st: CycleState, job: Job, pool: Pool) -> tuple[Pool, int, Micro] | None:
+    """(pool, GPUs held there, cost of a whole slice there), or None when no set of ready nodes of the pool could
+    ever hold the job; the same for every job of one size, kind and slice."""
+    key = (pool, job.gpus, job.replicas, job.kind, job.slice_seconds)
+    if key in st.pool_costs:
+        found: tuple[Pool, int, Micro] | None = st.pool_costs[key]
+        return found
+    size = node_size(st.cap, pool)
+    k = nodes_needed(job, size)
+    need = job.total_gpus if k == 1 else size
+    found = None
+    if k > 0 and st.cap.up_nodes_with(pool, need) >= k:
+        held = gpus_held(job, size)
+        found = (pool, held, st.slice_cost(job, held, pool, st.slice_length(job)))
+    st.pool_costs[key] = found
+    return found
+
+
+def _interned(
+    st: CycleState,
+    run_class: RunClass,
+    pools: tuple[Pool, ...],
+    ends: tuple[Seconds | None, ...],
+    blocker: Blocker | None,
+) -> Terms:
+    """The cycle's one Terms object of this value (and its tuples), so that cache keys may use its identity."""
+    return st.intern(Terms(run_class, st.intern(pools), st.intern(ends), blocker))
+
+
+def _opportunistic(st: CycleState, shape: _Shape) -> Terms:
+    """Running opportunistically on any usable pool (no slice)."""
+    usable = shape.usable
+    return _interned(st, RunClass.OPPORTUNISTIC, tuple(p for p, _, _ in usable), (None,) * len(usable), None)
+
+
+def _terms(st: CycleState, job: Job, shape: _Shape) -> Terms:
+    usable = shape.usable
+    if not usable or (job.contract is ContractClass.OPPORTUNISTIC and job.kind is JobKind.BATCH):
+        found = shape.found.get(())
+        if found is None:
+            found = shape.found[()] = (
+                _opportunistic(st, shape) if usable else _interned(st, RunClass.OPPORTUNISTIC, (), (), Blocker.NO_POOL)
+            )
+        return found
+    vkey: tuple[object, ...] = ()
+    allowed: tuple[tuple[int, Pool, Seconds, Micro], ...] = ()
+    refused = False
+    prices = shape.plain_prices
+    if shape.windowed:
+        owner = job.budget if job.budget in st.windows.owners else None  # other budgets are all treated alike
+        v = _window_verdicts(st, job, shape, owner)
+        vkey = (owner, v.generation)
+        allowed, refused, prices = v.allowed, v.refused, v.prices
+    available = st.available(job.budget)
+    # the Terms depend on the money available only through which of the prices it covers
+    key = (vkey, bisect_right(prices, available), job.fallback_opportunistic)
+    found = shape.found.get(key)
+    if found is None:
+        found = shape.found[key] = _funded_terms(st, job, shape, allowed, refused, available)
+    return found
+
+
+def _window_verdicts(st: CycleState, job: Job, shape: _Shape, owner: str | None) -> _Verdicts:
+    """Rules `slice_end_before_window` and `window_lends_idle` on each of the shape's pools with windows, brought up
+    to date with the slices granted on those pools since they were last read."""
+    windows = st.windows
+    v = shape.verdicts.get(owner)
+    if v is not None and v.seen == windows.version:
+        return v
+    if v is None:
+        v = shape.verdicts[owner] = _Verdicts(windows.version, [-1] * len(shape.windowed), [None] * len(shape.windowed))
+    v.seen = windows.version
+    changed = v.generation == 0
+    for n, (_, pool, held, full_cost) in enumerate(shape.windowed):
+        version = windows.pool_version[pool]
+        if v.pool_versions[n] != version:
+            v.pool_versions[n] = version
+            key = (pool, owner, held, job.kind, job.slice_seconds, version)  # shared by all shapes with these
+            if key in st.window_verdicts:
+                verdict = st.window_verdicts[key]
+            else:
+                verdict = st.window_verdicts[key] = _window_verdict(st, job, pool, held, full_cost)
+            changed = changed or verdict != v.verdicts[n]
+            v.verdicts[n] = verdict
+    if changed:
+        v.generation += 1
+        v.allowed = tuple(
+            (i, p, *verdict)
+            for (i, p, _, _), verdict in zip(shape.windowed, v.verdicts, strict=True)
+            if verdict is not None
+        )
+        v.refused = any(verdict is None for verdict in v.verdicts)
+        v.prices = sorted(set(shape.plain_prices) | {price for *_, price in v.allowed})
+    return v
+
+
+def _window_verdict(st: CycleState, job: Job, pool: Pool, held: int, full_cost: Micro) -> WindowVerdict:
+    now = st.now
+    length = st.slice_length(job)
+    windows = st.windows
+    if not windows.window_lends_idle(job.budget, pool, held):
+        return None
+    end = windows.slice_end_before_window(job.budget, pool, held, now + length)
+    if end - now < (length if job.kind is JobKind.SESSION else st.pol.min_slice):
+        return None
+    return end, full_cost if end == now + length else st.slice_cost(job, held, pool, end - now)
+
+
+def _funded_terms(
+    st: CycleState,
+    job: Job,
+    shape: _Shape,
+    allowed: tuple[tuple[int, Pool, Seconds, Micro], ...],
+    refused: bool,
+    available: Micro,
+) -> Terms:
+    """The pools whose slice the budget can pay for, in the job's order of pools."""
+    run_class = RunClass.SESSION if job.kind is JobKind.SESSION else RunClass.GUARANTEED
+    end = st.now + st.slice_length(job)
+    funded = [(i, p, end) for i, p, c in shape.plain if c <= available]
+    if allowed:
+        funded = sorted(funded + [(i, p, e) for i, p, e, c in allowed if c <= available])
+    if funded:
+        return _interned(st, run_class, tuple(p for _, p, _ in funded), tuple(e for _, _, e in funded), None)
+    if job.fallback_opportunistic and job.kind is JobKind.BATCH:
+        return _opportunistic(st, shape)
+    return _interned(st, run_class, (), (), Blocker.WINDOW if refused else Blocker.FUNDS)

@@ -1,0 +1,76 @@
+"""Where a preemption could free GPUs, kept for the cycle, for victim rules that look at the occupant alone.
+
+Owns: for one rule (named by a key), GPU need and pool, the victims each node of the pool offers
+(preemption.victims_on_node) and the GPUs they would take from session headroom, kept in the order
+place_by_preemption prefers nodes — fewest GPUs, then least lost progress, then the earliest ready time, then the node
+index — and refreshed lazily from the nodes that changed since it was last read (ranking.NodeRanking). Only nodes whose
+reach covers the need are searched (victim rules never offer work inside its slice, so no other node can be freed).
+
+Claimed nodes are left out (a reservation holds them). Must not: apply headroom (it changes between reads: the
+caller filters), emit decisions or change capacity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from allotment.core.capacity import Capacity, NodeSlot, Occupant, Pool
+from allotment.core.decisions import PreemptReason
+from allotment.core.model import Job, Seconds
+from allotment.core.preemption import VictimTest, victims_on_node
+from allotment.core.ranking import Rankings
+
+NodeVictims = tuple[list[tuple[Occupant, PreemptReason]], Seconds, tuple[int, int], int]
+"""Victims on one node for one need: (victims with reasons, when the GPUs are free, (GPUs, lost progress), GPUs the
+preemptor would take from session headroom: the free ones it uses plus fast-leaving victims)."""
+
+
+def node_victims(
+    slot: NodeSlot,
+    need: int,
+    now: Seconds,
+    rule: VictimTest,
+    grace: Callable[[Job], int],
+    quick: Callable[[Occupant], bool],
+) -> NodeVictims | None:
+    v = victims_on_node(slot, need, now, rule, grace)
+    if v is None:
+        return None
+    from_headroom = min(len(slot.free), need) + sum(o.gpus for o in v.occupants if quick(o))
+    return list(zip(v.occupants, v.reasons, strict=True)), v.ready_at, v.cost, from_headroom
+
+
+class VictimIndex:
+    def __init__(
+        self,
+        rankings: Rankings,
+        cap: Capacity,
+        now: Seconds,
+        grace: Callable[[Job], int],
+        quick: Callable[[Occupant], bool],
+    ) -> None:
+        self._rankings = rankings
+        self._cap = cap
+        self._now = now
+        self._grace = grace
+        self._quick = quick
+
+    def ranked(
+        self, key: tuple[object, ...], rule: VictimTest, pool: Pool, need: int
+    ) -> Iterator[tuple[int, NodeVictims]]:
+        """(node index, victims) for every node of the pool where `rule` (named by `key`: equal keys must mean
+        equal verdicts for every occupant) can free `need` GPUs, best first."""
+        now, grace, quick = self._now, self._grace, self._quick
+
+        def value(slot: NodeSlot) -> NodeVictims | None:
+            if not slot.accepts or slot.claim is not None or slot.reach < need or slot.node.gpus < need:
+                return None
+            return node_victims(slot, need, now, rule, grace, quick)
+
+        def order(found: NodeVictims) -> tuple[tuple[int, int], Seconds]:
+            return found[2], found[1]
+
+        ranking = self._rankings.get(
+            ("victims", key, need), pool, lambda: self._cap.nodes_with_reach(pool, need), value, order
+        )
+        return iter(ranking)
