@@ -27,7 +27,8 @@ from allotment.config.schema import AllotmentConfig
 from allotment.config.yamlsource import check_duplicate_keys, compose_path, construct, locate
 
 
-def _unwrap(tp: Any) -> Any:
+def unwrap_type(tp: Any) -> Any:
+    """The type inside Annotated[...] and Optional[...] (X | None) wrappers."""
     while True:
         origin = typing.get_origin(tp)
         if origin is typing.Annotated:
@@ -45,7 +46,7 @@ def _model_keys(loc: Loc) -> list[str] | None:
     """The keys allowed in the mapping at `loc`, found by following the schema's type annotations."""
     tp: Any = AllotmentConfig
     for part in loc:
-        tp = _unwrap(tp)
+        tp = unwrap_type(tp)
         origin = typing.get_origin(tp)
         if isinstance(part, int) and origin in (tuple, list):
             tp = typing.get_args(tp)[0]
@@ -58,7 +59,7 @@ def _model_keys(loc: Loc) -> list[str] | None:
             tp = typing.get_args(tp)[1]
         else:
             return None
-    tp = _unwrap(tp)
+    tp = unwrap_type(tp)
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         return list(tp.model_fields)
     return None

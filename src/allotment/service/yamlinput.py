@@ -10,7 +10,6 @@ Must not: know any one document's schema or rules beyond what its model says.
 from __future__ import annotations
 
 import difflib
-import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from pydantic_core import ErrorDetails
 from yaml.nodes import Node
 
 from allotment.config.errors import ConfigError, Loc, format_path
+from allotment.config.load import unwrap_type
 from allotment.config.yamlsource import DecimalLoader, check_duplicate_keys, construct, locate
 from allotment.service.errors import BadRequest, FieldProblem, Invalid
 
@@ -61,25 +61,11 @@ def compose_text(text: str, what: str) -> Node | None:
     return root
 
 
-def _unwrap(tp: Any) -> Any:
-    while True:
-        origin = typing.get_origin(tp)
-        if origin is typing.Annotated:
-            tp = typing.get_args(tp)[0]
-        elif origin in (typing.Union, types.UnionType):
-            args = [a for a in typing.get_args(tp) if a is not type(None)]
-            if len(args) != 1:
-                return tp
-            tp = args[0]
-        else:
-            return tp
-
-
 def _keys(model: type[BaseModel], loc: Loc) -> list[str]:
     """The keys (aliases where set) allowed in the mapping at `loc` of `model`."""
     tp: Any = model
     for part in loc:
-        tp = _unwrap(tp)
+        tp = unwrap_type(tp)
         origin = typing.get_origin(tp)
         if isinstance(part, int) and origin in (tuple, list):
             tp = typing.get_args(tp)[0]
@@ -92,7 +78,7 @@ def _keys(model: type[BaseModel], loc: Loc) -> list[str]:
             tp = typing.get_args(tp)[1]
         else:
             return []
-    tp = _unwrap(tp)
+    tp = unwrap_type(tp)
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         return [f.alias or n for n, f in tp.model_fields.items()]
     return []
