@@ -9,7 +9,9 @@ Must not: run the loop (server.py does) or decide anything.
 
 from __future__ import annotations
 
+import logging
 import os
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +21,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from allotment.config import AllotmentConfig, load_config, to_core
 from allotment.core.cycle import AllotmentPolicy
+from allotment.core.model import Node
 from allotment.core.policy import Policy
 from allotment.engine.clock import ScaledClock, SystemClock
 from allotment.engine.cycle import Engine
+from allotment.executors.gpus import GpuDiscoveryError, discover_gpus
 from allotment.executors.local import LocalExecutor
 from allotment.ledger.periods import Cadence, PeriodSpec, Rollover
 from allotment.ports.clock import Clock
@@ -31,6 +35,8 @@ from allotment.store.fleet import seed_from
 from allotment.store.migrate import upgrade
 from allotment.store.scheduling import Accounting, SqlSchedulingStore
 from allotment.store.tables import NodeRow
+
+log = logging.getLogger("allotment.setup")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +73,32 @@ def database_url(settings: Settings) -> str:
     return f"sqlite:///{settings.data_dir / 'allotment.db'}"
 
 
-def seed(sessions: sessionmaker[Session], cfg: AllotmentConfig, now: int) -> None:
-    """Upsert the configuration's fleet, budgets, users, memberships and windows (nothing is deleted)."""
+def host_fleet(cfg: AllotmentConfig, nvidia_smi: str = "nvidia-smi") -> tuple[Node, ...] | None:
+    """The local executor's fleet when this host has real GPUs: one node named after the host with the GPUs
+    nvidia-smi reports, in the configuration's first cluster. None when nvidia-smi is absent or sees no GPU: the
+    configuration's (virtual) nodes are used instead, so Allotment runs on a laptop."""
+    try:
+        gpus = discover_gpus(nvidia_smi)
+    except GpuDiscoveryError as exc:
+        log.warning("GPU discovery failed (%s); using the configured nodes", exc)
+        return None
+    if not gpus:
+        return None
+    core = to_core(cfg)
+    gpu_type = gpus[0].gpu_type
+    if gpu_type not in core.rates:
+        fallback = core.nodes[0].gpu_type if core.nodes else gpu_type
+        log.warning("GPU type %s has no credit rate in the configuration; counting it as %s", gpu_type, fallback)
+        gpu_type = fallback
+    cluster = core.clusters[0].name if core.clusters else "local"
+    return (Node(socket.gethostname(), cluster, gpu_type, len(gpus)),)
+
+
+def seed(
+    sessions: sessionmaker[Session], cfg: AllotmentConfig, now: int, nodes: tuple[Node, ...] | None = None
+) -> None:
+    """Upsert the configuration's fleet, budgets, users, memberships and windows (nothing is deleted). `nodes`
+    replaces the configured nodes (a host's discovered GPUs)."""
     core = to_core(cfg)
     members = [(b.name, m.user, m.role.value) for b in cfg.budgets for m in b.members]
     admins = sorted({m.user for b in cfg.budgets for m in b.members if m.role.value == "admin"})
@@ -78,7 +108,7 @@ def seed(sessions: sessionmaker[Session], cfg: AllotmentConfig, now: int) -> Non
             session,
             now=now,
             clusters=core.clusters,
-            nodes=core.nodes if fresh else [],
+            nodes=(nodes if nodes is not None else core.nodes) if fresh else [],
             budgets=core.budgets,
             members=members,
             users=[u.name for u in cfg.users],
@@ -100,13 +130,13 @@ def make_clock(settings: Settings, sessions: sessionmaker[Session]) -> Clock:
     return ScaledClock(settings.clock_factor, int(origin["engine"]), float(origin["wall"]))
 
 
-def make_executor(settings: Settings, cfg: AllotmentConfig) -> Executor:
+def make_executor(settings: Settings, cfg: AllotmentConfig, host: tuple[Node, ...] | None = None) -> Executor:
     """The executor `settings.executor` names. "local": processes on this host (state in <data dir>/executor),
     one virtual node per configured node. "slurm": a SlurmExecutor (state in <data dir>/slurm-executor) wrapped
     in a fleet sync that discovers the configured cluster's nodes from Slurm and keeps node states in step both
     ways (engine/fleet_sync.py)."""
     if settings.executor == "local":
-        nodes = [n.name for n in to_core(cfg).nodes]
+        nodes = [n.name for n in (host if host is not None else to_core(cfg).nodes)]
         return LocalExecutor(settings.data_dir / "executor", nodes)
     if settings.executor == "slurm":
         from allotment.engine.fleet_sync import FleetSync, SyncedExecutor
@@ -146,9 +176,10 @@ def build(settings: Settings, executor: Executor | None = None, policy: Policy |
     upgrade(db)
     sessions = session_factory(db)
     clock = make_clock(settings, sessions)
-    seed(sessions, cfg, clock.now())
+    host = host_fleet(cfg) if settings.executor == "local" and executor is None else None
+    seed(sessions, cfg, clock.now(), host)
     core = to_core(cfg)
     accounting = Accounting(period_spec(cfg), Rollover(carry_credit=cfg.period.carry_over), settings.charge_every)
     store = SqlSchedulingStore(sessions, core.policy, core.rates, accounting)
-    engine = Engine(store, executor or make_executor(settings, cfg), clock, policy or AllotmentPolicy())
+    engine = Engine(store, executor or make_executor(settings, cfg, host), clock, policy or AllotmentPolicy())
     return Built(engine, store, sessions, cfg)
