@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -113,12 +112,6 @@ def _carried_plan_of_a_swapped_head() -> tuple[Case, Case, str]:
     return before, with_jobs(before, swapped), "red"
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="core: can fail while a start from a carried reservation ignores budget GPU limits (a reordered budget's "
-    "new head starts over its limit and takes GPUs another budget would get); see "
-    "test_properties_funding.py::test_no_start_takes_a_budget_over_its_gpu_limit",
-)
 @PROPERTY
 @example(_carried_plan_of_a_swapped_head())
 @given(reshuffled(keep_reservations=True))
