@@ -17,6 +17,7 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, insert, make_url, text
@@ -39,7 +40,7 @@ AI2 = ROOT / "examples" / "ai2" / "allotment.yaml"
 PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
 
-def _database(backend: str, tmp: Path) -> tuple[Engine, callable]:  # type: ignore[valid-type]
+def _database(backend: str, tmp: Path) -> tuple[Engine, Callable[[], None]]:
     if backend == "sqlite":
         return make_engine(f"sqlite:///{tmp / 'bench.db'}"), lambda: None
     admin = create_engine(PG, isolation_level="AUTOCOMMIT")
@@ -68,7 +69,9 @@ def _load(db: Engine, pending: int) -> tuple[SqlSchedulingStore, int, int]:
         users = sorted({j.user for j in snap.jobs} - known)
         if users:
             s.execute(insert(UserRow), [{"name": u, "admin": False} for u in users])
-        jobs, runs, events = [], [], []
+        jobs: list[dict[str, object]] = []
+        runs: list[dict[str, object]] = []
+        events: list[dict[str, object]] = []
         for j in snap.jobs:
             jobs.append(
                 {

@@ -29,7 +29,7 @@ def test_slices_that_would_crowd_out_a_window_end_at_its_start() -> None:
         .pending("b", "other", gpus=8, slice_seconds=4 * HOUR)
     )
     d = decide(w.snapshot(), 0)
-    ends = sorted(s.slice_end for s in d.starts)
+    ends = sorted(s.slice_end or 0 for s in d.starts)
     # the first 8 GPUs fit beside the window; the second 8 must be back by its start
     assert ends == [2 * HOUR, 4 * HOUR]
 
