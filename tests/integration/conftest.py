@@ -12,12 +12,9 @@ Must not: mock the executors, the store or Slurm.
 
 from __future__ import annotations
 
-import fcntl
 import os
-import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,8 +22,8 @@ import pytest
 from allotment.engine.fleet_sync import SyncedExecutor
 from allotment.engine.setup import Built, Settings, build
 from allotment.executors.slurm import SlurmExecutor
-from tests.executors.slurm.conftest import SCRIPT, _pid_alive, _unavailable
 from tests.integration.support import SLURM_LOCAL, local_settings
+from tests.slurm_cluster import leased_cluster
 
 INT_DIR = Path(os.environ.get("ALLOT_SLURM_INT_DIR", "/tmp/allot-slurm-int"))
 INT_PORT = os.environ.get("ALLOT_SLURM_INT_PORT", "17100")
@@ -66,48 +63,12 @@ def local(tmp_path: Path) -> Iterator[Built]:
 # -- the Slurm cluster of the integration tests ----------------------------------------------------------------
 
 
-@contextmanager
-def _locked() -> Iterator[None]:
-    INT_DIR.mkdir(parents=True, exist_ok=True)
-    with open(INT_DIR / ".test-lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def _cluster(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "ALLOT_SLURM_DIR": str(INT_DIR), "ALLOT_SLURM_PORT": INT_PORT}
-    return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=300, check=False, env=env)
-
-
 @pytest.fixture(scope="session")
 def int_slurm_conf() -> Iterator[str]:
     """slurm.conf of the integration tests' own cluster (nodes gpu01…gpu04, 8 fake GPUs each)."""
-    if os.geteuid() != 0:
-        _unavailable("starting it needs root")
-    leases, marker = INT_DIR / "test-leases", INT_DIR / "test-started"
-    lease = leases / str(os.getpid())
-    with _locked():
-        was_running = _cluster("status").returncode == 0
-        started = _cluster("start", "--nodes", str(INT_NODES))
-        if started.returncode != 0:
-            _unavailable(f"scripts/slurm-cluster start failed:\n{started.stderr[-3000:]}")
-        if not was_running:
-            marker.touch()
-        leases.mkdir(exist_ok=True)
-        lease.touch()
-    conf = started.stdout.strip().splitlines()[-1]
-    try:
+    env = {"ALLOT_SLURM_DIR": str(INT_DIR), "ALLOT_SLURM_PORT": INT_PORT}
+    with leased_cluster(INT_DIR, env, "--nodes", str(INT_NODES)) as conf:
         yield conf
-    finally:
-        with _locked():
-            lease.unlink(missing_ok=True)
-            others = [p for p in leases.iterdir() if p.name.isdigit() and _pid_alive(int(p.name))]
-            if not others and marker.exists():
-                _cluster("stop")
-                marker.unlink(missing_ok=True)
 
 
 def slurm_settings(data_dir: Path, conf: str) -> Settings:
