@@ -1,7 +1,11 @@
 """Sharing a real local Slurm test cluster (scripts/slurm-cluster) between pytest-xdist workers.
 
 Owns: starting a cluster in a state directory under a file lock, one lease per worker process, and stopping it when
-the last worker leaves — only if the tests started it (a cluster that was already running is left running).
+the last worker leaves — only if the tests started it (a cluster that was already running is left running). A lease
+names the cluster's mode (`plain`, the default, or `accounting`: slurmdbd + MariaDB + Fair Tree, see
+docs/sidebyside.md); a cluster running in the other mode is restarted in the one asked for once no other process
+holds a lease on it, and when the last lease ends, a cluster the tests did not start is restarted in its old mode,
+so a working cluster is left behind as it was found.
 Must not: mock Slurm. Under CI=true a cluster that cannot start fails the tests; locally they are skipped.
 """
 
@@ -10,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import os
 import subprocess
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -52,29 +57,69 @@ def run_script(env: Mapping[str, str], *args: str) -> subprocess.CompletedProces
     )
 
 
+def _mode(state_dir: Path) -> str:
+    path = state_dir / "mode"
+    return path.read_text().strip() if path.exists() else "plain"
+
+
+def _live_leases(leases: Path) -> list[Path]:
+    if not leases.is_dir():
+        return []
+    return [p for p in leases.iterdir() if p.name.isdigit() and pid_alive(int(p.name))]
+
+
 @contextmanager
-def leased_cluster(state_dir: Path, env: Mapping[str, str] | None = None, *start_args: str) -> Iterator[str]:
-    """The path of a running cluster's slurm.conf, held for this process until the block ends."""
+def leased_cluster(
+    state_dir: Path,
+    env: Mapping[str, str] | None = None,
+    *start_args: str,
+    mode: str = "plain",
+    wait_for_mode: float = 600.0,
+) -> Iterator[str]:
+    """The path of a running cluster's slurm.conf in `mode`, held for this process until the block ends."""
     if os.geteuid() != 0:
         unavailable("starting it needs root")
     env = dict(env or {})
     leases, marker = state_dir / "test-leases", state_dir / "test-started"
+    restore = state_dir / "test-restore-mode"
     lease = leases / str(os.getpid())
-    with _locked(state_dir):
-        was_running = run_script(env, "status").returncode == 0
-        started = run_script(env, "start", *start_args)
-        if started.returncode != 0:
-            unavailable(f"scripts/slurm-cluster start failed:\n{started.stderr[-3000:]}")
-        if not was_running:
-            marker.touch()
-        leases.mkdir(exist_ok=True)
-        lease.touch()
+    deadline = time.monotonic() + wait_for_mode
+    while True:
+        with _locked(state_dir):
+            was_running = run_script(env, "status").returncode == 0
+            blocked = False  # running in the other mode and leased: wait for its holders to leave
+            if was_running and _mode(state_dir) != mode:
+                if not _live_leases(leases):
+                    if not marker.exists() and not restore.exists():
+                        restore.write_text(_mode(state_dir))
+                    run_script(env, "stop")
+                    was_running = False
+                elif time.monotonic() > deadline:
+                    unavailable(f"the cluster in {state_dir} stayed leased in {_mode(state_dir)} mode")
+                else:
+                    blocked = True
+            if not blocked:
+                started = run_script(env, "start", *start_args, "--mode", mode)
+                if started.returncode != 0:
+                    unavailable(f"scripts/slurm-cluster start failed:\n{started.stderr[-3000:]}")
+                if not was_running and not restore.exists():
+                    marker.touch()
+                leases.mkdir(exist_ok=True)
+                lease.touch()
+                break
+        time.sleep(1.0)
     try:
         yield started.stdout.strip().splitlines()[-1]
     finally:
         with _locked(state_dir):
             lease.unlink(missing_ok=True)
-            others = [p for p in leases.iterdir() if p.name.isdigit() and pid_alive(int(p.name))]
-            if not others and marker.exists():
-                run_script(env, "stop")
-                marker.unlink(missing_ok=True)
+            if not _live_leases(leases):
+                if marker.exists():
+                    run_script(env, "stop")
+                    marker.unlink(missing_ok=True)
+                elif restore.exists():
+                    old = restore.read_text().strip()
+                    nodes = (state_dir / "nodes").read_text().strip()
+                    run_script(env, "stop")
+                    run_script(env, "start", "--nodes", nodes, "--mode", old)
+                    restore.unlink(missing_ok=True)
