@@ -73,8 +73,17 @@ def eli_token(api: Api) -> str:
     return str(response.json()["token"]["id"])
 
 
+def sim_report(api: Api) -> str:
+    folder = api.ctx.data_dir / "reports" / "run-1"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "report.md").write_text("# a simulation\n")
+    return "/reports/simulations/run-1/report.md"
+
+
 CASES = [
     Case("health", "GET", fixed("/health"), row(200, 200, 200, 200, 200, 200, 200, 200)),
+    Case("liveness", "GET", fixed("/healthz"), row(200, 200, 200, 200, 200, 200, 200, 200)),
+    Case("metrics", "GET", fixed("/metrics"), row(200, 200, 200, 200, 200, 200, 200, 200)),
     Case("me", "GET", fixed("/auth/me"), ANYONE),
     Case("login for eli", "POST", fixed("/auth/login"), SELF_OR_ADMIN, lambda a: {"user": "eli"}),
     Case("create token for eli", "POST", fixed("/auth/tokens"), SELF_OR_ADMIN, lambda a: {"user": "eli"}),
@@ -112,6 +121,14 @@ CASES = [
     Case("resume", "POST", fixed(f"/nodes/{NODE}/resume"), OPERATORS),
     Case("forced drain", "POST", fixed(f"/nodes/{NODE}/drain"), ADMINS, lambda a: {"force": True, "why": "dead"}),
     Case("usage report", "GET", fixed("/reports/usage?budget=segmentation"), VIEW),
+    Case("simulation reports", "GET", fixed("/reports/simulations"), ANYONE),
+    Case("simulation report file", "GET", sim_report, ANYONE),
+    Case("dashboard overview", "GET", fixed("/dashboard/overview"), ANYONE),
+    Case("dashboard budgets", "GET", fixed("/dashboard/budgets"), ANYONE),
+    Case("dashboard burn-down", "GET", fixed("/dashboard/budgets/segmentation/burndown"), ANYONE),
+    Case("dashboard charges", "GET", fixed("/dashboard/budgets/segmentation/charges"), VIEW),
+    Case("dashboard queue", "GET", fixed("/dashboard/queue"), ANYONE),
+    Case("dashboard fleet", "GET", fixed("/dashboard/fleet"), ANYONE),
 ]
 
 
@@ -140,6 +157,9 @@ def test_every_route_is_in_the_matrix(api: Api) -> None:
     routes = {(method.upper(), path) for path, ops in schema["paths"].items() for method in ops}
     covered = {
         ("GET", "/health"),
+        ("GET", "/healthz"),
+        ("GET", "/readyz"),  # no token either way; its 200/503 depends on the engine: tests/ops/test_health.py
+        ("GET", "/metrics"),
         ("GET", "/auth/me"),
         ("POST", "/auth/login"),
         ("POST", "/auth/tokens"),
@@ -165,5 +185,13 @@ def test_every_route_is_in_the_matrix(api: Api) -> None:
         ("POST", "/nodes/{name}/drain"),
         ("POST", "/nodes/{name}/resume"),
         ("GET", "/reports/usage"),
+        ("GET", "/reports/simulations"),
+        ("GET", "/reports/simulations/{path}"),
+        ("GET", "/dashboard/overview"),
+        ("GET", "/dashboard/budgets"),
+        ("GET", "/dashboard/budgets/{name}/burndown"),
+        ("GET", "/dashboard/budgets/{name}/charges"),
+        ("GET", "/dashboard/queue"),
+        ("GET", "/dashboard/fleet"),
     }
     assert routes == covered

@@ -15,11 +15,12 @@ from fastapi import FastAPI
 from sqlalchemy.orm import Session, sessionmaker
 
 from allotment.api import errors
-from allotment.api.routers import auth, budgets, health, jobs, nodes, plans, reports
+from allotment.api.routers import auth, budgets, dashboard, health, jobs, nodes, plans, reports, simreports
 from allotment.api.routers import sessions as session_routes
 from allotment.config import AllotmentConfig, load_config
 from allotment.engine.setup import Settings
 from allotment.service.context import Context
+from allotment.web import mount as mount_dashboard
 
 DESCRIPTION = """GPU scheduling with budgets, hierarchical fair share and time-slicing contracts.
 
@@ -52,6 +53,7 @@ def create_app(
     app = FastAPI(title="Allotment", version="0.1.0", description=DESCRIPTION)
     app.state.context = ctx
     errors.install(app)
-    for module in (health, auth, jobs, session_routes, budgets, plans, nodes, reports):
+    for module in (health, auth, jobs, session_routes, budgets, plans, nodes, reports, simreports, dashboard):
         app.include_router(module.router)
+    mount_dashboard(app)
     return app

@@ -1,0 +1,111 @@
+"""The pending queue as the dashboard shows it: each pending job with the reason the engine's last cycle recorded
+(blocker, message, GPUs needed and free, estimated start, hints on what would help), oldest first, page by page.
+
+Owns: one paged query (pending jobs LEFT JOIN their reasons, ordered by submission) and a count of the matching
+pending jobs, so a queue of tens of thousands is never loaded whole. The queue and its reasons are visible to every
+user, as the queue is (`GET /jobs`): fair share and the reasons are about the shared fleet; a job's spec, logs and
+charges stay behind the job's own rights (`GET /jobs/{id}`).
+
+Must not: compute a reason itself (the core explains; the engine records), or write anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+from sqlalchemy import and_, func, or_, select
+
+from allotment.service.context import Context
+from allotment.service.dashboard_views import QueuedJob, QueuePage
+from allotment.service.errors import BadRequest, Invalid
+from allotment.service.jobs import MAX_PAGE, summary
+from allotment.service.principal import Principal
+from allotment.service.views import Hint
+from allotment.store.db import reading
+from allotment.store.tables import JobRow, PendingReasonRow
+
+NOT_CONSIDERED = "the scheduler has not considered this job yet"
+
+
+def _encode(submitted_at: int, job_id: str) -> str:
+    return base64.urlsafe_b64encode(f"q:{submitted_at}:{job_id}".encode()).decode().rstrip("=")
+
+
+def _decode(cursor: str) -> tuple[int, str]:
+    try:
+        tag, at, job_id = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split(":", 2)
+        if tag != "q":
+            raise ValueError(tag)
+        return int(at), job_id
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise BadRequest(f"cursor {cursor!r} is not one this server handed out") from None
+
+
+def pending_queue(
+    ctx: Context,
+    principal: Principal,
+    *,
+    budget: str | None = None,
+    user: str | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> QueuePage:
+    """Pending jobs, oldest first, each with why it waits; `cursor` continues the listing."""
+    if not 1 <= limit <= MAX_PAGE:
+        raise Invalid.of("limit", f"must be between 1 and {MAX_PAGE}")
+    filters = [JobRow.state == "pending"]
+    if budget is not None:
+        filters.append(JobRow.budget == budget)
+    if user is not None:
+        filters.append(JobRow.user == user)
+    stmt = (
+        select(JobRow, PendingReasonRow)
+        .outerjoin(PendingReasonRow, PendingReasonRow.job_id == JobRow.id)
+        .where(*filters)
+        .order_by(JobRow.submitted_at, JobRow.id)
+        .limit(limit + 1)
+    )
+    if cursor:
+        at, job_id = _decode(cursor)
+        stmt = stmt.where(or_(JobRow.submitted_at > at, and_(JobRow.submitted_at == at, JobRow.id > job_id)))
+    with reading(ctx.sessions) as session:
+        total = int(session.scalar(select(func.count()).select_from(JobRow).where(*filters)) or 0)
+        rows = [(job, reason) for job, reason in session.execute(stmt)]
+    more = len(rows) > limit
+    rows = rows[:limit]
+    items = []
+    for job, reason in rows:
+        base = summary(job).model_dump()
+        if reason is None:
+            items.append(
+                QueuedJob(
+                    **base,
+                    blocker=None,
+                    message=NOT_CONSIDERED,
+                    needed_gpus=job.gpus * job.replicas,
+                    free_gpus=0,
+                    estimated_start=None,
+                    hints=[],
+                    explained_at=None,
+                )
+            )
+            continue
+        items.append(
+            QueuedJob(
+                **base,
+                blocker=reason.blocker,
+                message=reason.message,
+                needed_gpus=reason.needed_gpus,
+                free_gpus=reason.free_gpus,
+                estimated_start=reason.estimated_start,
+                hints=[Hint(kind=h["kind"], detail=h["detail"], start=h.get("start")) for h in reason.hints or []],
+                explained_at=reason.at,
+            )
+        )
+    last = rows[-1][0] if rows else None
+    return QueuePage(
+        total=total,
+        items=items,
+        next_cursor=_encode(last.submitted_at, last.id) if more and last is not None else None,
+    )
