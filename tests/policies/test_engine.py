@@ -50,7 +50,7 @@ def test_a_baseline_runs_a_queue_to_completion_through_the_engine(db: Engine, po
 
 @pytest.mark.parametrize(
     ("policy", "urgent", "reason"),
-    [("priority", {"priority": 9}, "for-guaranteed"), ("kueue", {}, "fair-share")],
+    [("priority", {"priority": 9}, "priority"), ("kueue", {}, "fair-share")],
 )
 def test_a_preempting_baseline_preempts_requeues_and_starts_through_the_engine(
     db: Engine,

@@ -70,7 +70,7 @@ CASES = [
             .pending("urgent", "blue", 8, priority=5)
         ),
         started={},
-        preempted={"above-limit": "for-guaranteed"},
+        preempted={"above-limit": "priority"},
         blockers={"urgent": "waiting-for-grace"},
     ),
     Case(

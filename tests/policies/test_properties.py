@@ -95,12 +95,12 @@ def test_a_baseline_preempts_only_what_its_rules_allow(policy: str, case: Case) 
         "fifo": END_OF_LIFE,
         "fifo-strict": END_OF_LIFE,
         "slurm": END_OF_LIFE,
-        "priority": END_OF_LIFE | {"drain", "for-guaranteed"},
+        "priority": END_OF_LIFE | {"drain", "priority"},
         "kueue": END_OF_LIFE | {"drain", "fair-share"},
     }[policy]
     for p in make_policy(policy).decide(snap, case.now).preempts:
         assert p.reason.value in allowed
-        if p.reason.value in ("for-guaranteed", "drain") and policy == "priority":
+        if p.reason.value in ("priority", "drain") and policy == "priority":
             victim = jobs[p.job_id]
             assert victim.run is not None and victim.run.run_class is RunClass.OPPORTUNISTIC
             if p.preemptor is not None:

@@ -28,6 +28,7 @@ class PreemptReason(StrEnum):
     IDLE_SESSION = "idle-session"  # a session idle past its limit is reclaimed
     SESSION_END = "session-end"  # a session reached the end of its length
     MAX_RUNTIME = "max-runtime"  # the job reached its maximum runtime
+    PRIORITY = "priority"  # baseline policies only: higher-priority work takes the GPUs (policies/priority.py)
 
 
 REFUNDED_REASONS = frozenset({PreemptReason.FORCED, PreemptReason.NODE_DOWN})

@@ -101,7 +101,7 @@ class OldPriority:
                     "work or by work of equal or higher priority",
                 )
                 continue
-            take_room(frame, job, room, PreemptReason.FOR_GUARANTEED, promised)
+            take_room(frame, job, room, PreemptReason.PRIORITY, promised)
             names = ", ".join(frame.cap.nodes[i].node.name for i, _ in room.nodes)
             frame.wait(
                 job,
