@@ -1,8 +1,9 @@
-"""The engine process the crash test kills: the real engine loop on a real database, with the simulated executor
-made durable by replaying the delivered intents from the database at start-up (so a killed and restarted engine
-finds the "processes" it launched), on a clock running `factor` times faster than the wall.
+"""The full server the crash test kills: the real server process structure (engine loop under leader election,
+observed store, HTTP API on a fixed port) on a real database, with the simulated executor made durable by
+replaying the delivered intents from the database at start-up (so a killed and restarted server finds the
+"processes" it launched), on a clock running `factor` times faster than the wall.
 
-Run: python -m tests.engine.crash_worker DATABASE_URL CONFIG FACTOR
+Run: python -m tests.engine.crash_worker DATABASE_URL CONFIG FACTOR PORT DATA_DIR
 """
 
 from __future__ import annotations
@@ -11,18 +12,20 @@ import hashlib
 import logging
 import signal
 import sys
-import threading
 from pathlib import Path
 
 from sqlalchemy import select
 
+from allotment.api.serve import attach_api
 from allotment.config import load_config, to_core
 from allotment.core.cycle import AllotmentPolicy
 from allotment.engine.clock import ScaledClock
 from allotment.engine.cycle import Engine
-from allotment.engine.setup import period_spec
+from allotment.engine.server import Server
+from allotment.engine.setup import Built, Settings, period_spec
 from allotment.executors.simulated import Outcome, SimulatedExecutor
 from allotment.ledger.periods import Rollover
+from allotment.ops.leader import leadership_for
 from allotment.ports.executor import LaunchSpec
 from allotment.store.db import make_engine, reading, session_factory
 from allotment.store.records import get_state
@@ -39,7 +42,7 @@ def outcome(spec: LaunchSpec) -> Outcome:
     return Outcome(duration=duration_of(spec.job_id), exit_code=0, sigterm_exit_after=0)
 
 
-def main(url: str, config: str, factor: float) -> None:
+def main(url: str, config: str, factor: float, port: int, data_dir: Path) -> None:
     logging.basicConfig(level=logging.WARNING)
     cfg = load_config(Path(config))
     core = to_core(cfg)
@@ -69,10 +72,16 @@ def main(url: str, config: str, factor: float) -> None:
         sessions, core.policy, core.rates, Accounting(period_spec(cfg), Rollover(), charge_every=300)
     )
     engine = Engine(store, executor, clock, AllotmentPolicy())
-    stop, wake = threading.Event(), threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    engine.run(stop, wake, interval=20, poll=0.01)
+    server = Server(
+        Built(engine, store, sessions, cfg), interval=20, poll=0.01, min_gap=0.05, leadership=leadership_for(url)
+    )
+    signal.signal(signal.SIGTERM, lambda *_: server.stop.set())
+    server.start()
+    settings = Settings(config=Path(config), data_dir=data_dir, submit_rate=0)
+    attach_api(server, "127.0.0.1", port, settings=settings)
+    server.stop.wait()
+    server.shutdown()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], float(sys.argv[3]))
+    main(sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), Path(sys.argv[5]))

@@ -19,6 +19,8 @@ from allotment.api.routers import auth, budgets, dashboard, health, jobs, nodes,
 from allotment.api.routers import sessions as session_routes
 from allotment.config import AllotmentConfig, load_config
 from allotment.engine.setup import Settings
+from allotment.ops import http as ops_http
+from allotment.ops.ratelimit import TokenBuckets
 from allotment.service.context import Context
 from allotment.web import mount as mount_dashboard
 
@@ -53,6 +55,7 @@ def create_app(
     app = FastAPI(title="Allotment", version="0.1.0", description=DESCRIPTION)
     app.state.context = ctx
     errors.install(app)
+    ops_http.install(app, TokenBuckets(settings.submit_rate, settings.submit_burst) if settings.submit_rate else None)
     for module in (health, auth, jobs, session_routes, budgets, plans, nodes, reports, simreports, dashboard):
         app.include_router(module.router)
     mount_dashboard(app)

@@ -13,7 +13,7 @@ import logging
 import os
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import select
@@ -56,6 +56,16 @@ class Settings:
     """executor="slurm": the configured cluster Slurm runs (default: the configuration's only cluster)."""
     fleet_sync_every: float = 10.0
     """executor="slurm": seconds between node syncs with Slurm (discovery, DOWN/DRAIN both ways)."""
+    submit_rate: float = field(default_factory=lambda: _rate_env()[0])
+    """Submissions per second each API token may sustain (0: no limit). Default 20, or $ALLOT_SUBMIT_RATE."""
+    submit_burst: int = field(default_factory=lambda: _rate_env()[1])
+    """Submissions a token may make at once after being idle. Default 40, or $ALLOT_SUBMIT_BURST."""
+
+
+def _rate_env() -> tuple[float, int]:
+    rate = float(os.environ.get("ALLOT_SUBMIT_RATE", "20"))
+    burst = int(os.environ.get("ALLOT_SUBMIT_BURST", str(max(1, int(2 * rate)))))
+    return rate, burst
 
 
 def period_spec(cfg: AllotmentConfig) -> PeriodSpec:
@@ -170,12 +180,14 @@ class Built:
     config: AllotmentConfig
 
 
-def build(settings: Settings, executor: Executor | None = None, policy: Policy | None = None) -> Built:
+def build(
+    settings: Settings, executor: Executor | None = None, policy: Policy | None = None, clock: Clock | None = None
+) -> Built:
     cfg = load_config(settings.config)
     db = make_engine(database_url(settings))
     upgrade(db)
     sessions = session_factory(db)
-    clock = make_clock(settings, sessions)
+    clock = clock or make_clock(settings, sessions)
     host = host_fleet(cfg) if settings.executor == "local" and executor is None else None
     seed(sessions, cfg, clock.now(), host)
     core = to_core(cfg)

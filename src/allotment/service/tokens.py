@@ -2,7 +2,10 @@
 
 Owns: the token format (`allot_` + 32 random bytes, URL-safe), storing only its SHA-256, expiry (30 days by
 default), revocation, `last_used_at` (refreshed at most once a minute, so reads stay cheap), login (who may obtain a
-token for whom) and turning a presented token into the acting Principal.
+token for whom) and turning a presented token into the acting Principal. Authentication is cached per token digest
+for AUTH_CACHE_SECONDS of wall time (a busy client's requests skip two reads); expiry is still checked against the
+clock on every request, and a revocation through this process drops the cached entry at once (one revoked on
+another instance stops working within AUTH_CACHE_SECONDS).
 
 Trust model: users are configured, not self-registered. An administrator may issue a token for any configured user;
 any user may issue further tokens for themselves; `login` without credentials works only on a server started with
@@ -15,7 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
+import time
 import uuid
+from dataclasses import dataclass
 
 from sqlalchemy import select
 
@@ -31,6 +37,27 @@ from allotment.store.tables import ApiTokenRow, UserRow
 PREFIX = "allot_"
 TOUCH_EVERY: Seconds = 60
 MAX_TTL: Seconds = 366 * 24 * 3600
+AUTH_CACHE_SECONDS = 1.0
+AUTH_CACHE_SIZE = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Known:
+    principal: Principal
+    token_id: str
+    expires_at: Seconds
+    until: float
+    """time.monotonic() after which the entry is read again."""
+
+
+_known: dict[tuple[int, str], _Known] = {}
+_known_lock = threading.Lock()
+
+
+def _forget(token_id: str) -> None:
+    with _known_lock:
+        for key in [k for k, v in _known.items() if v.token_id == token_id]:
+            del _known[key]
 
 
 def token_hash(secret: str) -> str:
@@ -112,6 +139,12 @@ def authenticate(ctx: Context, secret: str) -> Principal:
         raise Unauthenticated("not an Allotment token")
     now = ctx.now()
     digest = token_hash(secret)
+    key = (id(ctx), digest)
+    known = _known.get(key)
+    if known is not None and time.monotonic() < known.until:
+        if known.expires_at <= now:
+            raise Unauthenticated("the token has expired")
+        return known.principal
     with reading(ctx.sessions) as session:
         row = session.scalars(select(ApiTokenRow).where(ApiTokenRow.token_hash == digest)).first()
         if row is None:
@@ -122,7 +155,11 @@ def authenticate(ctx: Context, secret: str) -> Principal:
             raise Unauthenticated("the token has expired")
         principal = load_principal(session, row.user)
         stale = row.last_used_at is None or row.last_used_at + TOUCH_EVERY <= now
-        token_id = row.id
+        token_id, expires_at = row.id, row.expires_at
+    with _known_lock:
+        if len(_known) >= AUTH_CACHE_SIZE:
+            _known.clear()
+        _known[key] = _Known(principal, token_id, expires_at, time.monotonic() + AUTH_CACHE_SECONDS)
     if stale:
         with ctx.sessions.begin() as session:
             fresh = session.get(ApiTokenRow, token_id)
@@ -151,6 +188,7 @@ def revoke_token(ctx: Context, principal: Principal, token_id: str) -> TokenView
             raise NotFound(f"no token {token_id!r}")
         if row.user != principal.user and not principal.admin:
             raise Forbidden(f"{principal.user} may not revoke {row.user}'s token")
+        _forget(row.id)
         if row.revoked_at is None:
             row.revoked_at = now
             audit(
