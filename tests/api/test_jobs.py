@@ -57,6 +57,7 @@ def test_a_yaml_spec_is_submitted_as_the_caller_and_wakes_the_engine(api: Api) -
     ]
     got = api.call("GET", f"/jobs/{job['id']}", "ben").json()
     assert got["image"] == "ghcr.io/lab/train:2026.11" and got["runs"] == [] and got["charged_micro"] == 0
+    assert got == job, "the submission's answer is built without reading back: it must equal what GET reads"
 
 
 def test_submission_is_idempotent_by_header_or_request_id(api: Api) -> None:

@@ -135,7 +135,7 @@ def submit_job(ctx: Context, principal: Principal, doc: Document[JobSpec], reque
             sub.kind.value,
         ):
             raise Conflict(f"request id {request_id!r} was used for another submission ({row.id})")
-        detail = _detail(session, row)
+        detail = _new_detail(row) if created else _detail(session, row)
     if created:
         ctx.notify()
     return Submitted(job=detail, created=created)
@@ -163,10 +163,33 @@ def summary(row: JobRow) -> JobSummary:
 
 def _detail(session: Session, row: JobRow) -> JobDetail:
     runs = list(session.scalars(select(RunRow).where(RunRow.job_id == row.id).order_by(RunRow.attempt)))
-    slices = session.scalars(select(SliceRow).where(SliceRow.job_id == row.id).order_by(SliceRow.start, SliceRow.id))
+    slices = list(
+        session.scalars(select(SliceRow).where(SliceRow.job_id == row.id).order_by(SliceRow.start, SliceRow.id))
+    )
     entries = list(
         session.scalars(select(LedgerEntryRow).where(LedgerEntryRow.job_id == row.id).order_by(LedgerEntryRow.id))
     )
+    history = [
+        JobEvent(at=e.at, from_state=e.from_state, to_state=e.to_state, reason=e.reason)
+        for e in job_events(session, row.id)
+    ]
+    return _as_detail(row, history, runs, slices, entries)
+
+
+def _new_detail(row: JobRow) -> JobDetail:
+    """The detail of a job this transaction just created: its first history record and nothing else yet (no
+    queries: store.jobs.submit wrote exactly this)."""
+    first = JobEvent(at=row.submitted_at, from_state=None, to_state=row.state, reason=row.state_reason)
+    return _as_detail(row, [first], [], [], [])
+
+
+def _as_detail(
+    row: JobRow,
+    history: list[JobEvent],
+    runs: list[RunRow],
+    slices: list[SliceRow],
+    entries: list[LedgerEntryRow],
+) -> JobDetail:
     spent = (EntryKind.CHARGE.value, EntryKind.REFUND.value)
     spec = dict(row.spec or {})
     return JobDetail(
@@ -183,10 +206,7 @@ def _detail(session: Session, row: JobRow) -> JobDetail:
         fallback_opportunistic=row.fallback_opportunistic,
         requeue=row.requeue,
         request_id=row.request_id.split(":", 1)[1] if row.request_id else None,
-        history=[
-            JobEvent(at=e.at, from_state=e.from_state, to_state=e.to_state, reason=e.reason)
-            for e in job_events(session, row.id)
-        ],
+        history=history,
         runs=[
             RunView(
                 id=r.id,

@@ -81,12 +81,13 @@ def submit(session: Session, sub: Submission, now: Seconds) -> tuple[JobRow, boo
         state_reason="submitted",
         updated_at=now,
     )
+    first = JobEventRow(job_id=job.id, at=now, from_state=None, to_state="pending", reason="submitted")
+    if sub.request_id is None:  # nothing can collide: no savepoint needed
+        _insert(session, job, first)
+        return job, True
     try:
-        with session.begin_nested():
-            session.add(job)
-            session.flush()
-            session.add(JobEventRow(job_id=job.id, at=now, from_state=None, to_state="pending", reason="submitted"))
-            session.flush()
+        with session.begin_nested():  # a concurrent retry with the same request id loses the race here
+            _insert(session, job, first)
     except IntegrityError:
         if sub.request_id is None:
             raise
@@ -95,6 +96,13 @@ def submit(session: Session, sub: Submission, now: Seconds) -> tuple[JobRow, boo
             raise
         return found, False
     return job, True
+
+
+def _insert(session: Session, job: JobRow, first: JobEventRow) -> None:
+    session.add(job)
+    session.flush()  # the job row first: its history record refers to it (no ORM relationship orders them)
+    session.add(first)
+    session.flush()
 
 
 def request_cancel(session: Session, job_id: str, now: Seconds) -> JobRow | None:
