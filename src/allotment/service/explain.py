@@ -10,6 +10,8 @@ Must not: write anything, or compute a reason itself (the core explains; the eng
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -126,28 +128,32 @@ def why(ctx: Context, principal: Principal, job_id: str) -> WhyView:
             raise NotFound(f"job {job_id} is not pending (it is {job.state})")
         reason = session.get(PendingReasonRow, job_id)
         money = standing(session, ctx, job.budget)
+    return WhyView(job_id=job_id, state=job.state, **wait_fields(job, reason), standing=money)
+
+
+NOT_CONSIDERED = "the scheduler has not considered this job yet"
+
+
+def wait_fields(job: JobRow, reason: PendingReasonRow | None) -> dict[str, Any]:
+    """The fields of a waiting job's stored reason as views show them (WhyView, the dashboard's queue): blocker,
+    message, GPUs needed and free, estimated start, hints and when it was explained; placeholders before the engine
+    has considered the job."""
     if reason is None:
-        return WhyView(
-            job_id=job_id,
-            state=job.state,
-            blocker=None,
-            message="the scheduler has not considered this job yet",
-            needed_gpus=job.gpus * job.replicas,
-            free_gpus=0,
-            estimated_start=None,
-            hints=[],
-            explained_at=None,
-            standing=money,
-        )
-    return WhyView(
-        job_id=job_id,
-        state=job.state,
-        blocker=reason.blocker,
-        message=reason.message,
-        needed_gpus=reason.needed_gpus,
-        free_gpus=reason.free_gpus,
-        estimated_start=reason.estimated_start,
-        hints=[Hint(kind=h["kind"], detail=h["detail"], start=h.get("start")) for h in reason.hints or []],
-        explained_at=reason.at,
-        standing=money,
-    )
+        return {
+            "blocker": None,
+            "message": NOT_CONSIDERED,
+            "needed_gpus": job.gpus * job.replicas,
+            "free_gpus": 0,
+            "estimated_start": None,
+            "hints": [],
+            "explained_at": None,
+        }
+    return {
+        "blocker": reason.blocker,
+        "message": reason.message,
+        "needed_gpus": reason.needed_gpus,
+        "free_gpus": reason.free_gpus,
+        "estimated_start": reason.estimated_start,
+        "hints": [Hint(kind=h["kind"], detail=h["detail"], start=h.get("start")) for h in reason.hints or []],
+        "explained_at": reason.at,
+    }

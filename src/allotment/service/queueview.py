@@ -19,13 +19,11 @@ from sqlalchemy import and_, func, or_, select
 from allotment.service.context import Context
 from allotment.service.dashboard_views import QueuedJob, QueuePage
 from allotment.service.errors import BadRequest, Invalid
+from allotment.service.explain import wait_fields
 from allotment.service.jobs import MAX_PAGE, summary
 from allotment.service.principal import Principal
-from allotment.service.views import Hint
 from allotment.store.db import reading
 from allotment.store.tables import JobRow, PendingReasonRow
-
-NOT_CONSIDERED = "the scheduler has not considered this job yet"
 
 
 def _encode(submitted_at: int, job_id: str) -> str:
@@ -74,35 +72,7 @@ def pending_queue(
         rows = [(job, reason) for job, reason in session.execute(stmt)]
     more = len(rows) > limit
     rows = rows[:limit]
-    items = []
-    for job, reason in rows:
-        base = summary(job).model_dump()
-        if reason is None:
-            items.append(
-                QueuedJob(
-                    **base,
-                    blocker=None,
-                    message=NOT_CONSIDERED,
-                    needed_gpus=job.gpus * job.replicas,
-                    free_gpus=0,
-                    estimated_start=None,
-                    hints=[],
-                    explained_at=None,
-                )
-            )
-            continue
-        items.append(
-            QueuedJob(
-                **base,
-                blocker=reason.blocker,
-                message=reason.message,
-                needed_gpus=reason.needed_gpus,
-                free_gpus=reason.free_gpus,
-                estimated_start=reason.estimated_start,
-                hints=[Hint(kind=h["kind"], detail=h["detail"], start=h.get("start")) for h in reason.hints or []],
-                explained_at=reason.at,
-            )
-        )
+    items = [QueuedJob(**summary(job).model_dump(), **wait_fields(job, reason)) for job, reason in rows]
     last = rows[-1][0] if rows else None
     return QueuePage(
         total=total,
