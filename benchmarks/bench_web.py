@@ -26,6 +26,7 @@ from pathlib import Path
 import httpx
 import uvicorn
 from sqlalchemy import select
+from tests.web.chromium import CHROMIUM, CHROMIUM_ARGS
 
 from allotment.api import create_app
 from allotment.config import load_config
@@ -39,16 +40,6 @@ from benchmarks.bench_engine import AI2, _load
 
 HOUR = 3600
 ADMIN, OPERATOR, MEMBER = "abbyf", "akiral", "aarons"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-]
 
 
 class Clock:
@@ -165,7 +156,7 @@ def browse(url: str, tokens: dict[str, str], ids: dict[str, str], shots: Path | 
         os.environ.setdefault("XDG_CONFIG_HOME", f"{home}/config")
         os.environ.setdefault("XDG_CACHE_HOME", f"{home}/cache")
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1440, "height": 900})
             page.goto(f"{url}/")
             if shots:

@@ -18,18 +18,8 @@ import pytest
 from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
 
 from tests.sdk.live import LiveServer, live_server
+from tests.web.chromium import CHROMIUM, CHROMIUM_ARGS
 
-CHROMIUM = Path(os.environ.get("ALLOT_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-]
 WAIT_MS = 30_000
 """How long a waiting assertion waits before it fails (a hang, not a speed check): the dashboard refreshes every 5 s
 and the test server charges running work every 5 s."""
