@@ -100,16 +100,23 @@ class ServerProcess:
 
 
 def start_server(
-    database_url: str, data_dir: Path, *, interval: float = 1.0, env: dict[str, str] | None = None
+    database_url: str,
+    data_dir: Path,
+    *,
+    interval: float = 1.0,
+    env: dict[str, str] | None = None,
+    config: Path = SMALL,
+    executor: str = "local",
 ) -> ServerProcess:
-    """`allot server` on `database_url` with the small example's virtual fleet and open login on a free port;
-    returns once its API answers /healthz."""
+    """`allot server` on `database_url` with open login on a free port — by default the small example's virtual
+    fleet on the local executor; returns once its API answers /healthz."""
     port = free_port()
     data_dir.mkdir(parents=True, exist_ok=True)
     log = data_dir / f"server-{port}.log"
     command = [
-        sys.executable, "-m", "allotment.cli", "server", "--config", str(SMALL), "--data-dir", str(data_dir),
+        sys.executable, "-m", "allotment.cli", "server", "--config", str(config), "--data-dir", str(data_dir),
         "--database-url", database_url, "--port", str(port), "--interval", str(interval), "--open-login",
+        "--executor", executor,
     ]  # fmt: skip
     with log.open("wb") as out:
         proc = subprocess.Popen(

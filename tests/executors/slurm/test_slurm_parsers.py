@@ -11,7 +11,14 @@ import subprocess
 import pytest
 
 from allotment.core.model import NodeState
-from allotment.executors.slurm.cli import exit_code, expand_hostlist, gpu_indices, gres_gpu_count
+from allotment.executors.slurm.cli import (
+    SlurmError,
+    exit_code,
+    expand_hostlist,
+    gpu_indices,
+    gres_gpu_count,
+    json_answer,
+)
 from allotment.executors.slurm.fleet import node_state, slurm_states
 from allotment.executors.slurm.script import batch_script, job_name
 
@@ -96,3 +103,17 @@ def _words_at(script: str, start: str, n: int) -> list[str]:
             break
         words.append(word)
     return words
+
+
+def test_a_json_answer_that_reports_errors_is_an_error_not_an_empty_cluster() -> None:
+    # the shape of squeue --json's answer (exit status 0) while slurmctld is down, Slurm 22.05: an `errors` entry and
+    # an empty job list (message text illustrative; tests/ops/test_slurmctld_restart.py sees the real one)
+    down = (
+        '{"meta": {"plugin": {"type": "openapi/v0.0.38"}}, "errors": [{"error": "Unable to contact slurm '
+        'controller (connect failure)", "error_number": 1007}], "jobs": []}'
+    )
+    with pytest.raises(SlurmError, match="Unable to contact slurm controller"):
+        json_answer(["squeue", "--json"], down)
+    assert json_answer(["squeue", "--json"], '{"errors": [], "jobs": []}') == {"errors": [], "jobs": []}
+    with pytest.raises(SlurmError, match="unreadable JSON"):
+        json_answer(["sinfo", "--json"], "slurm_load_partitions: Unable to contact slurm controller")

@@ -18,7 +18,8 @@ from typing import Any
 
 
 class SlurmError(RuntimeError):
-    """A Slurm command failed (non-zero exit status, timeout, or output that could not be read)."""
+    """A Slurm command failed (non-zero exit status, timeout, output that could not be read, or JSON output that
+    reports errors)."""
 
     def __init__(self, argv: Sequence[str], message: str) -> None:
         super().__init__(f"{' '.join(argv)}: {message}")
@@ -106,14 +107,23 @@ class SlurmCli:
         return [line.strip() for line in out.splitlines() if line.strip()]
 
     def _json(self, argv: Sequence[str]) -> dict[str, Any]:
-        out = self.run(argv)
-        try:
-            data = json.loads(out)
-        except json.JSONDecodeError as e:
-            raise SlurmError(argv, f"unreadable JSON ({e})") from e
-        if not isinstance(data, dict):
-            raise SlurmError(argv, "unexpected JSON")
-        return data
+        return json_answer(argv, self.run(argv))
+
+
+def json_answer(argv: Sequence[str], out: str) -> dict[str, Any]:
+    """The JSON object a Slurm client printed; SlurmError when it is unreadable or reports errors."""
+    try:
+        data = json.loads(out)
+    except json.JSONDecodeError as e:
+        raise SlurmError(argv, f"unreadable JSON ({e})") from e
+    if not isinstance(data, dict):
+        raise SlurmError(argv, "unexpected JSON")
+    errors = data.get("errors")
+    if errors:
+        # Slurm 22.05 exits 0 with an empty list and an `errors` entry when slurmctld does not answer: read as
+        # "no jobs, no nodes", every running job would look lost.
+        raise SlurmError(argv, f"Slurm reported errors: {json.dumps(errors)}")
+    return data
 
 
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
