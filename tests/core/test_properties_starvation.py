@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import pytest
-from hypothesis import example, given
+from hypothesis import Phase, example, given, settings
 
 from allotment.core.decisions import Decisions
 from allotment.core.model import MICRO_PER_CREDIT, Account, ContractClass, Snapshot
@@ -84,7 +84,8 @@ def _rebackfilled_victims() -> Case:
     "on stop giving way to it once the fair-share standings move), so the plan 'vanishes' and is made again later; "
     "the job still starts, but its first plan is not kept (issue 2, closing note)",
 )
-@DRIVEN
+# Known to fail: no shrinking (it took five minutes of CI to shrink a failure nobody reads until the rule is fixed).
+@settings(DRIVEN, phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @example(_rebackfilled_victims())
 @given(cases(replace(CALM, sessions=False, max_pending=16, max_clusters=1, max_nodes=3)))
 def test_a_planned_start_is_kept_and_never_slips(case: Case) -> None:

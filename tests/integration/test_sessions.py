@@ -73,7 +73,9 @@ def test_attach_runs_in_the_session_environment_and_idle_sessions_are_reclaimed(
     wait_until(report.exists, what="the attached command to run")
     step_until(engine, lambda: runs(engine, session)[0].idle_since is None, what="the ATTACHED event")
     until = time.monotonic() + held - 1
+    attached_at = time.time()  # a moment the client was still attached: it detaches later than this
     while client.poll() is None and time.monotonic() < until:
+        attached_at = time.time()
         engine.engine.step()
         assert job(engine, session).state == "running"
         time.sleep(0.3)
@@ -86,12 +88,11 @@ def test_attach_runs_in_the_session_environment_and_idle_sessions_are_reclaimed(
     assert env["ALLOT_ATTACHED"] == "1"
     assert cwd == str(executor.attempt_dir(session, 0))
 
-    # Nobody attached: reclaimed once idle for the timeout, and not requeued.
-    detached = time.time()
+    # Nobody attached: reclaimed once idle for the timeout (counted from the detach), and not requeued.
     step_until(engine, final(engine, session), timeout=IDLE_TIMEOUT + 30, what="the idle session to be reclaimed")
     [run] = runs(engine, session)
     assert run.preempt_reason == "idle-session"
-    assert run.idle_since is not None and run.idle_since >= int(detached) - 1
+    assert run.idle_since is not None and run.idle_since >= int(attached_at)
     assert job(engine, session).state == "completed"
 
 
