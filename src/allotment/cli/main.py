@@ -19,6 +19,7 @@ from rich.console import Console
 
 from allotment.cli import jobs as jobs_commands
 from allotment.cli import manage as manage_commands
+from allotment.cli import simulate as simulate_commands
 from allotment.cli.sample import default_now, default_pending, sample_snapshot
 from allotment.cli.views import config_summary, decisions_data, print_config_summary, print_decisions, print_problems
 from allotment.config import AllotmentConfig, ConfigError, load_config
@@ -35,6 +36,7 @@ config_app = typer.Typer(help="Work with Allotment configuration files.", no_arg
 app.add_typer(config_app, name="config")
 jobs_commands.register(app)  # submit, run, session, queue, status, why, logs, cancel
 manage_commands.register(app)  # budget …, node …, login, whoami, usage
+simulate_commands.register(app)  # simulate (issue 6)
 
 
 def example_config() -> Path | None:

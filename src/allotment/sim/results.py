@@ -1,0 +1,79 @@
+"""What a simulation leaves behind: plain records read back from the store and the simulated executor.
+
+Owns: `JobRecord`, `RunRecord`, `DrainRecord` and `SimResult` (one policy on one workload), with a stable JSON
+form so a result can be saved, compared and fed to the report. Times are seconds from the start of the simulation.
+
+Must not: compute metrics (metrics.py) or run anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from allotment.core.model import Micro, Seconds
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    id: str
+    budget: str
+    user: str
+    cls: str
+    gpus: int
+    """GPUs in all (GPUs per replica × replicas)."""
+    submit: Seconds
+    first_start: Seconds | None
+    end: Seconds | None
+    """When its last run ended, once the job is finished (None while it waits or runs)."""
+    state: str
+    work: Seconds
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    job_id: str
+    attempt: int
+    start: Seconds
+    end: Seconds | None
+    gpus: int
+    nodes: tuple[str, ...]
+    run_class: str
+    preempt_reason: str | None
+    lost_work: Seconds
+    """Seconds of this run's work that no checkpoint kept (0 when it finished)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DrainRecord:
+    node: str
+    at: Seconds
+    hard: bool
+    """True: the node failed at once (its work was lost); False: it was drained."""
+
+
+@dataclass(frozen=True, slots=True)
+class SimResult:
+    name: str
+    policy: str
+    seed: int
+    duration: Seconds
+    fleet_gpus: int
+    allocations: Mapping[str, Micro]
+    """Leaf budget → allocation per period."""
+    jobs: tuple[JobRecord, ...]
+    runs: tuple[RunRecord, ...]
+    drains: tuple[DrainRecord, ...]
+    balances: Mapping[str, Micro]
+    """"budget@period" → closing balance (allocation − charges + refunds ± adjustments)."""
+    exhausted: Mapping[str, Seconds]
+    """Leaf budget → when its balance first reached zero in a period (absent: never)."""
+    cycles: int
+    events: int
+    wall_seconds: float
+    decide_seconds: float
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,332 @@
+"""The discrete-event simulator: a workload through the real engine cycle on a simulated clock.
+
+Owns: the event loop. The engine, store and seeding are built by `allotment.engine.setup.build` — the server's own
+wiring — with the simulator's clock, executor (sim/executor.py) and the policy under test. The loop submits
+arrivals through the store's submission path, plays the operator for hardware faults (a bad node is drained, or
+lost and marked down, then repaired once empty), runs `Engine.step()` (poll → record_events → store.cycle →
+deliver) and jumps the clock to the next interesting time: the next arrival, the next simulated exit or
+session event, `store.next_deadline` (slice ends, kill deadlines), the next fault or repair. Cycles are at least
+`tick` seconds apart, so everything that happens within a tick is handled by one cycle, as the server coalesces
+submissions that wake it while a cycle runs. At the end it reads what happened back from the store.
+
+Must not: decide (the policy does), apply decisions (the store does) or compute metrics (metrics.py does).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from allotment.core.model import Seconds
+from allotment.core.policy import Policy
+from allotment.engine.setup import Settings, build
+from allotment.ledger import INFRASTRUCTURE
+from allotment.ledger.entries import EntryKind
+from allotment.sim.executor import SimExecutor
+from allotment.sim.results import DrainRecord, JobRecord, RunRecord, SimResult
+from allotment.sim.workload import SimJob, Workload
+from allotment.store.jobs import Submission, submit
+from allotment.store.tables import JobRow, LedgerEntryRow, NodeRow, RunRow
+
+ACTIVE = ("pending", "running", "preempting")
+
+
+class SimClock:
+    """The Clock port on simulated time: `now` moves only when the simulator moves it."""
+
+    def __init__(self, now: Seconds) -> None:
+        self.t = now
+
+    def now(self) -> Seconds:
+        return self.t
+
+    def wait(self, seconds: float) -> None:
+        self.t += max(int(seconds), 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Faults:
+    """Hardware faults: each node goes bad at random (a Poisson process of `per_node_day` faults a day); a
+    `hard_fraction` of them lose the node at once (its work is lost and refunded), the rest only drain it. A bad
+    node is repaired `repair` seconds after it is empty."""
+
+    per_node_day: float = 0.0
+    hard_fraction: float = 0.2
+    repair: Seconds = 4 * 3600
+
+
+@dataclass(frozen=True, slots=True)
+class SimOptions:
+    seed: int = 1
+    tick: Seconds = 60
+    """Minimum simulated seconds between cycles."""
+    idle_gap: Seconds = 900
+    """Longest simulated gap between cycles while jobs wait (time-based rules: idle sessions, starvation)."""
+    faults: Faults = field(default_factory=Faults)
+    database_url: str = "sqlite://"
+    charge_every: Seconds = 6 * 3600
+    """How often open runs are charged between their start and end (the store's `charge_every`). Runs are always
+    charged when they end or change price, and the snapshot counts what is not posted yet, so balances and
+    decisions are exact whatever this is; a long interval only writes fewer ledger rows (decision 0011)."""
+    start: Seconds = 1_793_491_200
+    """Unix time of simulated second 0 (2026-11-01T00:00:00Z, the example organisations' first period)."""
+
+
+@dataclass
+class _Repairs:
+    bad: dict[str, DrainRecord] = field(default_factory=dict)
+    due: dict[str, Seconds] = field(default_factory=dict)
+
+
+class Simulation:
+    def __init__(
+        self, workload: Workload, policy: Policy, options: SimOptions | None = None, label: str | None = None
+    ) -> None:
+        """`label` names the policy in the result (default: the policy's `name`)."""
+        self.workload = workload
+        self.policy = policy
+        self.label: str = label or str(getattr(policy, "name", type(policy).__name__))
+        self.options = options or SimOptions()
+        self.clock = SimClock(self.options.start)
+        self.jobs = {j.id: j for j in workload.jobs}
+        self.executor = SimExecutor(self.jobs, self.options.seed, self.options.start, self.clock.now)
+        settings = Settings(
+            config=workload.config,
+            data_dir=Path("."),
+            database_url=self.options.database_url,
+            charge_every=self.options.charge_every,
+        )
+        self.built = build(settings, executor=self.executor, policy=policy, clock=self.clock)
+        self.engine = self.built.engine
+        self.sessions = self.built.sessions
+        self.drains: list[DrainRecord] = []
+        self._repairs = _Repairs()
+        self.cycles = 0
+        self.events = 0
+
+    # -- the loop ----------------------------------------------------------------------------------------------
+    def run(self, progress: Callable[[float], None] | None = None) -> SimResult:
+        opts, start = self.options, self.options.start
+        horizon = start + self.workload.horizon
+        arrivals = sorted(self.workload.jobs, key=lambda j: (j.submit, j.id))
+        faults = self._fault_times(horizon)
+        nxt_arrival, nxt_fault = 0, 0
+        wall = time.perf_counter()
+        decide_s = 0.0
+        self.engine.reconcile()
+        while True:
+            now = self.clock.now()
+            due = []
+            while nxt_arrival < len(arrivals) and start + arrivals[nxt_arrival].submit <= now:
+                due.append(arrivals[nxt_arrival])
+                nxt_arrival += 1
+            self._submit(due, now)
+            while nxt_fault < len(faults) and faults[nxt_fault][0] <= now:
+                self._fault(*faults[nxt_fault])
+                nxt_fault += 1
+            self._repair(now)
+            polled = self.executor.poll_count
+            report = self.engine.step()
+            self.cycles += 1
+            self.events += len(due) + (self.executor.poll_count - polled)
+            decide_s += report.timings.get("decide", 0.0)
+            self._watch_drains(now)
+            if progress is not None:
+                progress(min((now - start) / max(self.workload.horizon, 1), 1.0))
+            active = self._active()
+            if now >= horizon or (nxt_arrival >= len(arrivals) and active == 0):
+                break
+            candidates = [
+                start + arrivals[nxt_arrival].submit if nxt_arrival < len(arrivals) else None,
+                self.executor.next_event_time(),
+                self.engine.store.next_deadline(now),
+                faults[nxt_fault][0] if nxt_fault < len(faults) else None,
+                min(self._repairs.due.values()) if self._repairs.due else None,
+                now + opts.idle_gap if active else None,
+            ]
+            nxt = min(t for t in candidates if t is not None) if any(c is not None for c in candidates) else horizon
+            self.clock.t = min(max(nxt, now + opts.tick), horizon)
+        return self._result(time.perf_counter() - wall, decide_s)
+
+    # -- acting ------------------------------------------------------------------------------------------------
+    def _submit(self, due: Iterable[SimJob], now: Seconds) -> None:
+        due = list(due)
+        if not due:
+            return
+        with self.sessions.begin() as session:
+            for j in due:
+                submit(
+                    session,
+                    Submission(
+                        budget=j.budget,
+                        user=j.user,
+                        command=("sim", j.cls),
+                        gpus=j.gpus,
+                        replicas=j.replicas,
+                        name=j.cls,
+                        kind=j.kind,
+                        contract=j.contract,
+                        slice_seconds=j.slice_seconds,
+                        priority=j.priority,
+                        grace=j.grace,
+                        fallback_opportunistic=j.fallback_opportunistic,
+                        clusters=j.clusters,
+                        job_id=j.id,
+                    ),
+                    now,
+                )
+
+    def _fault_times(self, horizon: Seconds) -> list[tuple[Seconds, str, bool]]:
+        f = self.options.faults
+        if f.per_node_day <= 0:
+            return []
+        rng = random.Random(self.options.seed * 7919 + 17)
+        with self.sessions() as session:
+            nodes = sorted(session.scalars(select(NodeRow.name)))
+        out: list[tuple[Seconds, str, bool]] = []
+        for node in nodes:
+            t = float(self.options.start)
+            while True:
+                t += rng.expovariate(f.per_node_day / 86400)
+                if t >= horizon:
+                    break
+                out.append((int(t), node, rng.random() < f.hard_fraction))
+        return sorted(out)
+
+    def _fault(self, at: Seconds, node: str, hard: bool) -> None:
+        if node in self._repairs.bad:
+            return
+        state = "down" if hard else "draining"
+        with self.sessions.begin() as session:
+            row = session.get(NodeRow, node)
+            if row is None or row.state != "ready":
+                return
+            row.state, row.reason, row.updated_at = state, "simulated hardware fault", at
+        if hard:
+            self.executor.fail_node(node, at)
+        record = DrainRecord(node, at - self.options.start, hard)
+        self.drains.append(record)
+        self._repairs.bad[node] = record
+
+    def _watch_drains(self, now: Seconds) -> None:
+        """Schedule the repair of every bad node that no open run holds any more."""
+        waiting = [n for n in self._repairs.bad if n not in self._repairs.due]
+        if not waiting:
+            return
+        with self.sessions() as session:
+            held = {
+                a["node"] for p in session.scalars(select(RunRow.placement).where(RunRow.ended_at.is_(None))) for a in p
+            }
+        for node in waiting:
+            if node not in held:
+                self._repairs.due[node] = now + self.options.faults.repair
+
+    def _repair(self, now: Seconds) -> None:
+        for node, at in list(self._repairs.due.items()):
+            if at > now:
+                continue
+            with self.sessions.begin() as session:
+                session.execute(
+                    update(NodeRow).where(NodeRow.name == node).values(state="ready", reason=None, updated_at=now)
+                )
+            self.executor.restore_node(node)
+            del self._repairs.due[node]
+            del self._repairs.bad[node]
+
+    def _active(self) -> int:
+        with self.sessions() as session:
+            return int(session.scalar(select(func.count()).select_from(JobRow).where(JobRow.state.in_(ACTIVE))) or 0)
+
+    # -- reading back ------------------------------------------------------------------------------------------
+    def _result(self, wall: float, decide_s: float) -> SimResult:
+        start = self.options.start
+        attempts = self.executor.attempts
+        with self.sessions() as session:
+            runs = [
+                RunRecord(
+                    job_id=r.job_id,
+                    attempt=r.attempt,
+                    start=r.started_at - start,
+                    end=None if r.ended_at is None else r.ended_at - start,
+                    gpus=sum(len(a["gpus"]) for a in r.placement),
+                    nodes=tuple(a["node"] for a in r.placement),
+                    run_class=r.run_class,
+                    preempt_reason=r.preempt_reason,
+                    lost_work=attempts[(r.job_id, r.attempt)].lost_work if (r.job_id, r.attempt) in attempts else 0,
+                )
+                for r in session.scalars(select(RunRow).order_by(RunRow.started_at, RunRow.job_id, RunRow.attempt))
+            ]
+            states = dict(session.execute(select(JobRow.id, JobRow.state)).all())
+            balances: dict[str, int] = {}
+            for budget, period, amount in session.execute(
+                select(LedgerEntryRow.budget, LedgerEntryRow.period_id, func.sum(LedgerEntryRow.amount_micro))
+                .where(LedgerEntryRow.kind != EntryKind.CARRYOVER.value)
+                .group_by(LedgerEntryRow.budget, LedgerEntryRow.period_id)
+            ):
+                balances[f"{budget}@{period}"] = int(amount)
+            exhausted = _exhaustion(session, start)
+        first: dict[str, Seconds] = {}
+        last_end: dict[str, Seconds] = {}
+        for r in runs:
+            first.setdefault(r.job_id, r.start)
+            if r.end is not None:
+                last_end[r.job_id] = r.end
+        jobs = [
+            JobRecord(
+                id=j.id,
+                budget=j.budget,
+                user=j.user,
+                cls=j.cls,
+                gpus=j.total_gpus,
+                submit=j.submit,
+                first_start=first.get(j.id),
+                end=last_end.get(j.id) if states.get(j.id) not in ACTIVE else None,
+                state=states.get(j.id, "not-submitted"),
+                work=j.work,
+            )
+            for j in self.workload.jobs
+        ]
+        cfg = self.built.config
+        leaves = cfg.leaves()
+        return SimResult(
+            name=self.workload.name,
+            policy=self.label,
+            seed=self.options.seed,
+            duration=self.clock.now() - start,
+            fleet_gpus=sum(cfg.gpus_by_type().values()),
+            allocations={b.name: int(b.allocation * 1_000_000) for b in leaves},
+            jobs=tuple(jobs),
+            runs=tuple(runs),
+            drains=tuple(d for d in self.drains),
+            balances=balances,
+            exhausted=exhausted,
+            cycles=self.cycles,
+            events=self.events,
+            wall_seconds=wall,
+            decide_seconds=decide_s,
+            notes=self.workload.notes,
+        )
+
+
+def _exhaustion(session: Session, start: Seconds) -> dict[str, Seconds]:
+    """Leaf budget → seconds from the start when its balance in a period first fell to zero or below."""
+    running: dict[tuple[str, str], int] = {}
+    out: dict[str, Seconds] = {}
+    rows = session.execute(
+        select(LedgerEntryRow.budget, LedgerEntryRow.period_id, LedgerEntryRow.amount_micro, LedgerEntryRow.at)
+        .where(LedgerEntryRow.kind != EntryKind.CARRYOVER.value)
+        .order_by(LedgerEntryRow.at, LedgerEntryRow.id)
+    )
+    for budget, period, amount, at in rows:
+        key = (budget, period)
+        before = running.get(key)
+        running[key] = (before or 0) + int(amount)
+        if before is not None and before > 0 >= running[key] and budget not in out and budget != INFRASTRUCTURE:
+            out[budget] = at - start
+    return out

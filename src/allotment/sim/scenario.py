@@ -1,0 +1,138 @@
+"""Scenario files: what `allot simulate SCENARIO` runs, validated at the edge with pydantic.
+
+Owns: the scenario model (a synthetic workload on an organisation's configuration, or a real trace; the
+simulation settings: seed, tick, faults; the default policies), loading it from YAML with clear errors, building
+its `Workload`, and mapping a policy name to a Policy ("allotment" is the full Allotment policy, every other name
+comes from `allotment.policies.make_policy`). Paths in a scenario are relative to the scenario file.
+
+Must not: run simulations (runner.py) or write reports (report.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from allotment import policies as baselines
+from allotment.config.fields import Duration
+from allotment.core.cycle import AllotmentPolicy
+from allotment.core.policy import Policy
+from allotment.sim.runner import Faults, SimOptions
+from allotment.sim.synthetic import SyntheticSpec, generate
+from allotment.sim.traces import Sizing, trace_workload
+from allotment.sim.workload import Workload
+
+ALLOTMENT = "allotment"
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be used; the message says where and why."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SyntheticWorkload(SyntheticSpec):
+    organisation: Path
+    """An Allotment configuration file (fleet, budgets, users, policy)."""
+
+
+class TraceWorkload(_Model):
+    kind: Literal["itp", "philly"]
+    path: Path
+    """ITP: the folder of clusterNN.csv(.gz); Philly: philly.csv(.gz)."""
+    sizing: Sizing = Sizing.CONTENDED
+    days: float | None = Field(default=None, gt=0)
+    """Replay only the first `days` days after `skip_days` (default: the whole trace)."""
+    skip_days: float = Field(default=0, ge=0)
+    drain_days: float = Field(default=7, ge=0)
+
+
+class WorkloadSpec(_Model):
+    synthetic: SyntheticWorkload | None = None
+    trace: TraceWorkload | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> WorkloadSpec:
+        if (self.synthetic is None) == (self.trace is None):
+            raise ValueError("give exactly one of `synthetic` or `trace`")
+        return self
+
+
+class FaultSpec(_Model):
+    per_node_day: float = Field(default=0.0, ge=0)
+    hard_fraction: float = Field(default=0.2, ge=0, le=1)
+    repair: Duration = 4 * 3600
+
+
+class SimulationSpec(_Model):
+    tick: Duration = 60
+    idle_gap: Duration = 900
+    faults: FaultSpec = Field(default_factory=FaultSpec)
+
+
+class Scenario(_Model):
+    name: str = Field(min_length=1, max_length=200)
+    seed: int = 1
+    workload: WorkloadSpec
+    simulation: SimulationSpec = Field(default_factory=SimulationSpec)
+    policies: tuple[str, ...] = (ALLOTMENT,)
+
+    def options(self, seed: int | None = None) -> SimOptions:
+        f = self.simulation.faults
+        return SimOptions(
+            seed=self.seed if seed is None else seed,
+            tick=self.simulation.tick,
+            idle_gap=self.simulation.idle_gap,
+            faults=Faults(f.per_node_day, f.hard_fraction, f.repair),
+        )
+
+
+def load_scenario(path: Path) -> Scenario:
+    """Read and validate a scenario; relative paths become relative to the file's folder."""
+    try:
+        data: Any = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ScenarioError(f"{path}: {exc}") from None
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ScenarioError(f"{path}: {problems}") from None
+    base = path.resolve().parent
+    w = scenario.workload
+    if w.synthetic is not None:
+        w = WorkloadSpec(synthetic=w.synthetic.model_copy(update={"organisation": base / w.synthetic.organisation}))
+    elif w.trace is not None:
+        w = WorkloadSpec(trace=w.trace.model_copy(update={"path": base / w.trace.path}))
+    return scenario.model_copy(update={"workload": w})
+
+
+def build_workload(scenario: Scenario, scratch: Path, seed: int | None = None) -> Workload:
+    """The scenario's jobs (generated or imported); trace organisations are written under `scratch`."""
+    w = scenario.workload
+    if w.synthetic is not None:
+        spec = SyntheticSpec.model_validate(w.synthetic.model_dump(exclude={"organisation"}))
+        return generate(w.synthetic.organisation, spec, scenario.seed if seed is None else seed, scenario.name)
+    assert w.trace is not None
+    t = w.trace
+    return trace_workload(
+        t.kind, t.path, scratch, sizing=t.sizing, days=t.days, skip_days=t.skip_days, drain_days=t.drain_days
+    )
+
+
+def make_policy(name: str) -> Policy:
+    """ "allotment": the full Allotment policy; any other name: the baseline of that name (allotment.policies)."""
+    if name == ALLOTMENT:
+        return AllotmentPolicy()
+    if name not in baselines.policy_names():
+        raise ScenarioError(f"unknown policy {name!r} (choose: {', '.join(policy_names())})")
+    return baselines.make_policy(name)
+
+
+def policy_names() -> tuple[str, ...]:
+    return (ALLOTMENT, *baselines.policy_names())

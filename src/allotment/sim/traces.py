@@ -1,0 +1,257 @@
+"""Importers for real GPU-cluster traces: Microsoft ITP 2021 and Philly 2017 (data/traces/, gzip-compressed CSV).
+
+Owns: reading the traces, turning each row into a `SimJob`, the budgets rule (each ITP cluster or Philly virtual
+cluster becomes one budget, its allocation in proportion to the GPU-hours it asked for), the fleet-sizing rule
+(`contended`: the median of the trace's unconstrained GPU demand, so demand exceeds supply about half of the time;
+`original`: its peak, where every job could start at once — the sanity check; `partitioned`: each team on its own
+nodes, sized by the median of its own demand — the world before sharing, where the strict-FIFO reference runs)
+and writing the generated organisation as an Allotment configuration file. Rules and their reasons: docs/simulation.md.
+
+Must not: run anything or read a clock.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from allotment.config import load_config
+from allotment.core.model import ContractClass
+from allotment.sim.workload import GPUS_PER_NODE, SimJob, Workload, gang_shape, placed_gpus
+
+HOUR = 3600
+MONTH_HOURS = 720
+
+
+class Sizing(StrEnum):
+    CONTENDED = "contended"
+    ORIGINAL = "original"
+    PARTITIONED = "partitioned"
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRow:
+    id: str
+    team: str
+    submit: int
+    duration: int
+    gpus: int
+
+
+SIZING_RULES = {
+    Sizing.CONTENDED: "median of the unconstrained demand",
+    Sizing.ORIGINAL: "peak of the unconstrained demand",
+    Sizing.PARTITIONED: "each team on its own nodes, the median of its own demand",
+}
+
+
+def _open(path: Path) -> io.TextIOBase:
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+    return io.TextIOWrapper(path.open("rb"), encoding="utf-8", newline="")
+
+
+def read_itp(paths: Iterable[Path]) -> list[TraceRow]:
+    """ITP rows; the team is the file's cluster (cluster04.csv.gz → c04)."""
+    rows: list[TraceRow] = []
+    for path in sorted(paths):
+        team = "c" + path.name.split(".")[0].removeprefix("cluster")
+        with _open(path) as f:
+            for r in csv.DictReader(f):
+                rows.append(
+                    TraceRow(
+                        r["job_id"],
+                        team,
+                        int(float(r["submission_time"])),
+                        int(float(r["duration"])),
+                        int(r["num_gpu"]),
+                    )
+                )
+    return rows
+
+
+def read_philly(path: Path) -> list[TraceRow]:
+    """Philly rows; the team is the virtual cluster. Times become seconds since the first submission."""
+    rows: list[tuple[datetime, int, int, str]] = []
+    with _open(path) as f:
+        for r in csv.DictReader(f):
+            at = datetime.strptime(r["timestamp"], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+            rows.append((at, int(float(r["duration"])), int(r["num_gpus"]), r["cluster"]))
+    first = min(r[0] for r in rows)
+    ordered = sorted(rows, key=lambda r: (r[0], r[3], r[1], r[2]))
+    return [
+        TraceRow(f"p{i:06d}", vc, int((at - first).total_seconds()), max(duration, 1), gpus)
+        for i, (at, duration, gpus, vc) in enumerate(ordered)
+    ]
+
+
+def window(rows: Sequence[TraceRow], days: float | None, skip_days: float = 0) -> list[TraceRow]:
+    """The rows submitted in [skip_days, skip_days + days), re-timed to start at 0 (all when days is None)."""
+    if not rows:
+        return []
+    t0 = min(r.submit for r in rows) + int(skip_days * 86400)
+    t1 = None if days is None else t0 + int(days * 86400)
+    return [
+        TraceRow(r.id, r.team, r.submit - t0, r.duration, r.gpus)
+        for r in rows
+        if r.submit >= t0 and (t1 is None or r.submit < t1)
+    ]
+
+
+def demand_curve(rows: Iterable[TraceRow]) -> list[tuple[int, int]]:
+    """(time, GPUs asked for by jobs that would be running if every job started at once), at every change."""
+    deltas: dict[int, int] = {}
+    for r in rows:
+        g = placed_gpus(r.gpus)
+        deltas[r.submit] = deltas.get(r.submit, 0) + g
+        deltas[r.submit + r.duration] = deltas.get(r.submit + r.duration, 0) - g
+    level, out = 0, []
+    for t in sorted(deltas):
+        level += deltas[t]
+        out.append((t, level))
+    return out
+
+
+def fleet_gpus(rows: Sequence[TraceRow], sizing: Sizing) -> int:
+    """GPUs of the replay fleet, in whole 8-GPU nodes: the time-weighted median (contended) or the peak (original)
+    of the unconstrained demand over the submission span; never smaller than the largest job."""
+    curve = demand_curve(rows)
+    end = max(r.submit for r in rows)
+    if sizing is Sizing.ORIGINAL:
+        target = max(level for _t, level in curve)
+    elif sizing is Sizing.PARTITIONED:
+        teams = sorted({r.team for r in rows})
+        return sum(fleet_gpus([r for r in rows if r.team == t], Sizing.CONTENDED) for t in teams)
+    else:
+        spans: dict[int, int] = {}
+        for (t, level), (t2, _l) in itertools.pairwise(curve):
+            if t < end:
+                spans[level] = spans.get(level, 0) + min(t2, end) - t
+        total, acc, target = sum(spans.values()), 0, 0
+        for level in sorted(spans):
+            acc += spans[level]
+            if acc * 2 >= total:
+                target = level
+                break
+    largest = max(placed_gpus(r.gpus) for r in rows)
+    return max(-(-target // GPUS_PER_NODE), -(-largest // GPUS_PER_NODE)) * GPUS_PER_NODE
+
+
+def partition(rows: Sequence[TraceRow]) -> dict[str, int]:
+    """Team → GPUs of its own nodes: the contended size of its own demand."""
+    teams = sorted({r.team for r in rows})
+    return {t: fleet_gpus([r for r in rows if r.team == t], Sizing.CONTENDED) for t in teams}
+
+
+def cluster_name(name: str, team: str) -> str:
+    return f"{name}-{team}".lower()
+
+
+def organisation(name: str, rows: Sequence[TraceRow], gpus: int, parts: dict[str, int] | None = None) -> dict[str, Any]:
+    """An Allotment configuration for a trace: one cluster of `gpus` H100s in 8-GPU nodes (or, with `parts`, one
+    cluster per team of its own size), a root budget with one leaf per team, each allocated the month's GPU-hours in
+    proportion to the GPU-hours the team asked for."""
+    asked: dict[str, float] = {}
+    for r in rows:
+        asked[r.team] = asked.get(r.team, 0.0) + placed_gpus(r.gpus) * r.duration / HOUR
+    total = sum(asked.values()) or 1.0
+    month = gpus * MONTH_HOURS
+    teams = sorted(asked)
+    sizes = parts if parts is not None else {name: gpus}
+    clusters = [
+        {
+            "name": cluster_name(name, c) if parts is not None else name,
+            "node_groups": [{"gpu_type": "H100", "count": n // GPUS_PER_NODE}],
+        }
+        for c, n in sorted(sizes.items())
+    ]
+    leaves = [
+        {
+            "name": f"vc-{t}",
+            "parent": "org",
+            "allocation": max(round(month * asked[t] / total), 1),
+            "members": [{"user": f"u-{t}", "role": "member"}],
+        }
+        for t in teams
+    ]
+    return {
+        "credits": {"H100": 1.0},
+        "period": {"length": "month", "starts": "2026-11-01", "carry_over": False},
+        "fleet": {"clusters": clusters},
+        "users": [{"name": f"u-{t}", "full_name": f"team {t}", "email": f"u-{t}@trace.example"} for t in teams],
+        "budgets": [{"name": "org", "allocation": sum(b["allocation"] for b in leaves)}, *leaves],
+        "policy": {"default_headroom": 0, "max_reservations": 20},
+    }
+
+
+def to_jobs(
+    rows: Iterable[TraceRow], checkpoint: int = HOUR, slice_seconds: int = 4 * HOUR, own_cluster: str | None = None
+) -> Iterator[SimJob]:
+    """Trace rows as guaranteed batch jobs (the traces hold no sessions) that checkpoint every `checkpoint` seconds
+    and accept running opportunistically when their budget cannot fund a slice. With `own_cluster` (the trace's
+    name) each job may run only on its team's own cluster."""
+    for r in rows:
+        gpus, replicas = gang_shape(r.gpus)
+        yield SimJob(
+            id=r.id[:40],
+            submit=r.submit,
+            budget=f"vc-{r.team}",
+            user=f"u-{r.team}",
+            gpus=gpus,
+            replicas=replicas,
+            work=r.duration,
+            contract=ContractClass.GUARANTEED,
+            slice_seconds=slice_seconds,
+            checkpoint=checkpoint,
+            fail_probability=0.0,
+            cls="batch",
+            clusters=(cluster_name(own_cluster, r.team),) if own_cluster is not None else (),
+        )
+
+
+def trace_workload(
+    kind: str,
+    source: Path,
+    out_dir: Path,
+    *,
+    sizing: Sizing = Sizing.CONTENDED,
+    days: float | None = None,
+    skip_days: float = 0,
+    drain_days: float = 7,
+) -> Workload:
+    """A replayable workload from a trace (`kind` "itp": a folder of clusterNN.csv[.gz]; "philly": philly.csv[.gz]),
+    with its organisation written to `out_dir`."""
+    if kind == "itp":
+        rows = read_itp(p for p in source.iterdir() if p.name.startswith("cluster"))
+    elif kind == "philly":
+        rows = read_philly(source)
+    else:
+        raise ValueError(f"unknown trace kind {kind!r} (choose: itp, philly)")
+    rows = window(rows, days, skip_days)
+    if not rows:
+        raise ValueError(f"no jobs in the chosen window of {source}")
+    parts = partition(rows) if sizing is Sizing.PARTITIONED else None
+    gpus = sum(parts.values()) if parts is not None else fleet_gpus(rows, sizing)
+    name = f"{kind}-{sizing.value}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    config = out_dir / f"{name}.yaml"
+    config.write_text(yaml.safe_dump(organisation(kind, rows, gpus, parts), sort_keys=False))
+    load_config(config)  # validate what was written
+    jobs = tuple(to_jobs(rows, own_cluster=kind if parts is not None else None))
+    span = max(r.submit for r in rows)
+    notes = (
+        f"{kind} trace: {len(jobs)} jobs over {span / 86400:.1f} days from {source.name}",
+        f"fleet: {gpus} GPUs ({sizing.value}: {SIZING_RULES[sizing]})",
+        f"budgets: {len({r.team for r in rows})} teams, allocations ∝ GPU-hours asked",
+    )
+    return Workload(name, config, jobs, int(span + drain_days * 86400), notes)

@@ -1,0 +1,121 @@
+"""Metrics on tiny hand-computed cases (docs/simulation.md, "Metrics")."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from allotment.sim.metrics import (
+    compute,
+    drain_empty_hours,
+    fairness,
+    jain,
+    quantile,
+    utilisation_when_contended,
+    water_fill,
+)
+from tests.sim.builders import ResultBuilder
+
+H = 3600
+
+
+@pytest.mark.parametrize(
+    ("name", "xs", "q", "expected"),
+    [
+        ("single value", [5.0], 0.5, 5.0),
+        ("median of an even count interpolates", [1.0, 3.0], 0.5, 2.0),
+        ("p95 of 0..100", [float(x) for x in range(101)], 0.95, 95.0),
+    ],
+)
+def test_quantile(name: str, xs: list[float], q: float, expected: float) -> None:
+    assert quantile(xs, q) == pytest.approx(expected), name
+
+
+@pytest.mark.parametrize(
+    ("name", "xs", "expected"),
+    [
+        ("all equal is perfectly fair", [1.0, 1.0, 1.0, 1.0], 1.0),
+        ("one takes everything is 1/n", [1.0, 0.0, 0.0, 0.0], 0.25),
+        ("two to one", [2.0, 1.0], 9 / 10),
+    ],
+)
+def test_jain(name: str, xs: list[float], expected: float) -> None:
+    assert jain(xs) == pytest.approx(expected), name
+
+
+@pytest.mark.parametrize(
+    ("name", "capacity", "demand", "weight", "expected"),
+    [
+        ("by weight when all want more", 90, {"a": 100, "b": 100}, {"a": 2, "b": 1}, {"a": 60, "b": 30}),
+        ("a sated budget's rest flows on", 90, {"a": 10, "b": 100}, {"a": 2, "b": 1}, {"a": 10, "b": 80}),
+        ("no demand, no share", 50, {"a": 0, "b": 100}, {"a": 1, "b": 1}, {"a": 0, "b": 50}),
+    ],
+)
+def test_water_fill(
+    name: str, capacity: float, demand: dict[str, float], weight: dict[str, float], expected: dict[str, float]
+) -> None:
+    got = water_fill(capacity, demand, weight)
+    assert got == pytest.approx(expected), name
+
+
+def test_utilisation_counts_only_contended_time() -> None:
+    # 8 GPUs. 0–1 h: offered 16, busy 8 (contended, full); 1–2 h: offered 16, busy 4 (contended, half);
+    # 2–3 h: offered 4 (not contended).
+    points = [(0, 8, 16), (H, 4, 16), (2 * H, 4, 4)]
+    util, seconds = utilisation_when_contended(points, 8, 3 * H)
+    assert seconds == 2 * H
+    assert util == pytest.approx(0.75)
+
+
+def test_never_contended_is_nan() -> None:
+    util, seconds = utilisation_when_contended([(0, 4, 4)], 8, H)
+    assert math.isnan(util) and seconds == 0
+
+
+def test_drained_node_empties_when_its_last_job_leaves() -> None:
+    r = (
+        ResultBuilder()
+        .job("a", runs=((0, 5 * H),), node="n0")
+        .job("b", runs=((H, 3 * H),), node="n0")
+        .job("c", runs=((0, 9 * H),), node="n1")
+        .drain("n0", 2 * H)
+        .drain("n1", 9 * H + 1)
+        .drain("n1", H, hard=True)
+        .build()
+    )
+    assert drain_empty_hours(r) == [3.0, 0.0]
+
+
+def test_fairness_compares_received_with_water_filled_entitlement() -> None:
+    # Budgets a:b = 3:1 by allocation on 8 GPUs for 4 h; a asks for 8 GPUs and gets 2, b asks for 6 and gets 6.
+    builder = ResultBuilder(fleet=8, duration=4 * H).budget("a", 3).budget("b", 1)
+    builder.job("a1", budget="a", gpus=2, runs=((0, None),)).job("b1", budget="b", gpus=6, runs=((0, None),))
+    builder.job("a2", budget="a", gpus=6, submit=0)
+    per_budget, index = fairness(builder.build())
+    # delivered 8 GPUs × 4 h, water-filled 3:1 → entitled a 6 GPUs, b 2; received a 2, b 6
+    assert per_budget["a"] == pytest.approx(1 / 3)
+    assert per_budget["b"] == pytest.approx(3.0)
+    assert index == pytest.approx(jain([1 / 3, 3.0]))
+
+
+def test_compute_counts_preemptions_lost_work_overdrafts_and_starvation() -> None:
+    r = (
+        ResultBuilder(fleet=8, duration=30 * H)
+        .job("p", runs=((0, H), (2 * H, 3 * H)), preempted=("fair-share",), lost=(600,))
+        .job("idle", cls="session", runs=((0, H),), preempted=("idle-session",), submit=0)
+        .job("late", submit=0, runs=((26 * H, 27 * H),))
+        .job("never", submit=H)
+        .balance("a@2026-11-01", -5)
+        .balance("b@2026-11-01", 3)
+        .balance("infrastructure@2026-11-01", -2)
+        .build()
+    )
+    m = compute(r)
+    assert m.preemptions == 1  # an idle session reclaimed is not a preemption
+    assert m.gpu_hours_lost == pytest.approx(8 * 600 / H)
+    assert (m.overdrafts, m.overdraft_credits) == (1, 5.0)
+    assert m.starved == 2  # "late" waited 26 h, "never" 29 h
+    assert m.session_latency.n == 1 and m.sessions_within_60s == 1.0
+    assert (m.finished, m.unfinished) == (3, 1)
+    assert m.waits_by_size["2-8"].n == 4
