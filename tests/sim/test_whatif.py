@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
 from typer.testing import CliRunner
 
 from allotment.cli.main import app
+from allotment.config import load_config
 from allotment.core.cycle import AllotmentPolicy
 from allotment.sim.runner import SimOptions, Simulation
-from allotment.sim.whatif import history_from_database
+from allotment.sim.whatif import apply_plan, history_from_database, load_plan, period_start
 from allotment.sim.workload import Workload
 from tests.sim.builders import sim_job
 
@@ -76,3 +78,25 @@ def test_a_plan_that_breaks_the_tree_is_refused(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "the plan does not fit the organisation" in result.output
+
+
+def test_a_plan_with_members_and_a_window_becomes_a_valid_configuration(tmp_path: Path) -> None:
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(
+        "period: 2026-12-01\n"
+        "budgets:\n"
+        "  - {name: detection, allocation: \"1234.5\", members: [{user: dana, role: lead}, {user: eli}]}\n"
+        "windows:\n"
+        "  - {id: det-dec, budget: detection, cluster: lab, gpu_type: H100, gpus: 8,\n"
+        "     start: 2026-12-02T00:00:00Z, end: 2026-12-03T00:00:00Z}\n"
+    )
+    plan = load_plan(plan_file)
+    data = apply_plan(yaml.safe_load(SMALL.read_text()), plan)
+    out = tmp_path / "planned.yaml"
+    out.write_text(yaml.safe_dump(data))
+    cfg = load_config(out)
+    detection = next(b for b in cfg.budgets if b.name == "detection")
+    assert str(detection.allocation) == "1234.5"
+    assert [(m.user, m.role.value) for m in detection.members] == [("dana", "lead"), ("eli", "member")]
+    assert [(w.id, w.gpus) for w in cfg.windows if w.budget == "detection"] == [("det-dec", 8)]
+    assert period_start(plan) == 1796083200  # 2026-12-01T00:00:00Z

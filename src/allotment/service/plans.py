@@ -17,16 +17,14 @@ Must not: open or close periods (the engine does at each period start).
 from __future__ import annotations
 
 from collections import Counter
-from datetime import date
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from allotment.config.errors import Loc
-from allotment.config.fields import Credits, Name, PositiveInt, Timestamp, to_micro
-from allotment.config.schema import Role
+from allotment.config.fields import to_micro
+from allotment.config.plans import BudgetPlan, PlanBudget, PlanMember, PlanWindow
 from allotment.ledger import INFRASTRUCTURE, Entry, EntryKind, adjust_key, alloc_key
 from allotment.ledger.tree import ancestors
 from allotment.service.context import Context
@@ -38,47 +36,7 @@ from allotment.store.accounts import post
 from allotment.store.records import audit
 from allotment.store.tables import BudgetRow, MembershipRow, NodeRow, PeriodRow, UserRow, WindowRow
 
-
-def _period_id(value: Any) -> Any:
-    return value.isoformat() if isinstance(value, date) else value
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class PlanMember(_Model):
-    user: Name
-    role: Role = Role.MEMBER
-
-
-class PlanBudget(_Model):
-    name: Name
-    parent: Name | None = None
-    """Required for a new budget; for an existing one it must be its parent (budgets do not move)."""
-    allocation: Credits
-    max_gpus: PositiveInt | None = None
-    members: tuple[PlanMember, ...] | None = None
-    """When given, the budget's complete member list."""
-
-
-class PlanWindow(_Model):
-    id: Name
-    budget: Name
-    cluster: Name
-    gpu_type: Name
-    gpus: PositiveInt
-    start: Timestamp
-    end: Timestamp
-
-
-class BudgetPlan(_Model):
-    period: Annotated[str, BeforeValidator(_period_id), Field(pattern=r"^\d{4}-\d{2}-\d{2}$")]
-    """The id (start date) of the period the plan is for: the current one."""
-    why: str = ""
-    budgets: tuple[PlanBudget, ...] = ()
-    windows: tuple[PlanWindow, ...] | None = None
-    """When given, the complete set of capacity windows of the budgets this plan lists."""
+__all__ = ["BudgetPlan", "PlanBudget", "PlanMember", "PlanWindow"]
 
 
 def parse_plan(text: str) -> Document[BudgetPlan]:

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 from sqlalchemy import select
 
 from allotment.config import ConfigError, load_config
-from allotment.config.fields import Credits, Name, PositiveInt
+from allotment.config.plans import BudgetPlan
 from allotment.core.cycle import AllotmentPolicy
 from allotment.core.model import ContractClass, JobKind
 from allotment.sim import metrics, report
@@ -40,43 +40,31 @@ class WhatIfError(ValueError):
     """A plan or history that cannot be replayed; the message says why."""
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class PlanMember(_Model):
-    user: Name
-    role: str = "member"
-
-
-class PlanBudget(_Model):
-    name: Name
-    parent: Name | None = None
-    allocation: Credits
-    max_gpus: PositiveInt | None = None
-    members: tuple[PlanMember, ...] | None = None
-
-
-class Plan(_Model):
-    """The budget-plan format (docs/api.md); `period` is the period the plan is for."""
-
-    period: date
-    why: str = ""
-    budgets: tuple[PlanBudget, ...] = Field(min_length=1)
-    windows: tuple[dict[str, Any], ...] | None = None
-
-
-def load_plan(path: Path) -> Plan:
+def load_plan(path: Path) -> BudgetPlan:
     try:
-        return Plan.model_validate(yaml.safe_load(path.read_text()))
+        plan = BudgetPlan.model_validate(yaml.safe_load(path.read_text()))
     except (OSError, yaml.YAMLError) as exc:
         raise WhatIfError(f"{path}: {exc}") from None
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise WhatIfError(f"{path}: {problems}") from None
+    if not plan.budgets:
+        raise WhatIfError(f"{path}: budgets: the plan lists no budget")
+    return plan
 
 
-def apply_plan(data: dict[str, Any], plan: Plan) -> dict[str, Any]:
+def period_start(plan: BudgetPlan) -> int:
+    """00:00 UTC of the first day of the period the plan is for (the period's id is that date), in seconds."""
+    first = date.fromisoformat(plan.period)
+    return int(datetime(first.year, first.month, first.day, tzinfo=UTC).timestamp())
+
+
+def _iso(seconds: int) -> str:
+    """A configuration timestamp (ISO 8601, UTC) from Unix seconds."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def apply_plan(data: dict[str, Any], plan: BudgetPlan) -> dict[str, Any]:
     """The configuration `data` with the plan's budgets (allocations, limits, members, new budgets) and windows,
     its period calendar starting at the plan's period."""
     out = dict(data)
@@ -94,13 +82,13 @@ def apply_plan(data: dict[str, Any], plan: Plan) -> dict[str, Any]:
         if pb.max_gpus is not None:
             row["max_gpus"] = pb.max_gpus
         if pb.members is not None:
-            row["members"] = [{"user": m.user, "role": m.role} for m in pb.members]
+            row["members"] = [{"user": m.user, "role": m.role.value} for m in pb.members]
     out["budgets"] = budgets
     if plan.windows is not None:
         listed = {b.name for b in plan.budgets}
         kept = [w for w in data.get("windows", []) if w.get("budget") not in listed]
-        out["windows"] = kept + [dict(w) for w in plan.windows]
-    out["period"] = {**dict(data.get("period", {})), "starts": plan.period.isoformat()}
+        out["windows"] = kept + [{**w.model_dump(), "start": _iso(w.start), "end": _iso(w.end)} for w in plan.windows]
+    out["period"] = {**dict(data.get("period", {})), "starts": plan.period}
     return out
 
 
@@ -168,7 +156,7 @@ def _history(history: str, config: Path | None, days: float) -> tuple[list[SimJo
     return history_from_database(history, days), data
 
 
-def what_if(plan: Plan, jobs: list[SimJob], data: dict[str, Any], out: Path, seed: int = 1) -> SimResult:
+def what_if(plan: BudgetPlan, jobs: list[SimJob], data: dict[str, Any], out: Path, seed: int = 1) -> SimResult:
     out.mkdir(parents=True, exist_ok=True)
     config = out / "whatif-organisation.yaml"
     config.write_text(yaml.safe_dump(apply_plan(data, plan), sort_keys=False))
@@ -181,7 +169,7 @@ def what_if(plan: Plan, jobs: list[SimJob], data: dict[str, Any], out: Path, see
     if not kept:
         raise WhatIfError("no job of the history belongs to a budget of the planned organisation")
     span = max(j.submit for j in kept)
-    start = int(datetime(plan.period.year, plan.period.month, plan.period.day, tzinfo=UTC).timestamp())
+    start = period_start(plan)
     notes = (f"what-if: {len(kept)} jobs of the history ({len(jobs) - len(kept)} of unknown budgets left out)",)
     workload = Workload("what-if", config, tuple(kept), span + DAY, notes)
     return Simulation(workload, AllotmentPolicy(), SimOptions(seed=seed, start=start), label="allotment").run()
@@ -238,10 +226,10 @@ def run_what_if(
     plan = load_plan(plan_path)
     jobs, data = _history(history, config, days)
     result = what_if(plan, jobs, data, out, seed)
-    start = int(datetime(plan.period.year, plan.period.month, plan.period.day, tzinfo=UTC).timestamp())
+    start = period_start(plan)
     rows = budget_rows(result, start)
-    title = f"What-if: plan for {plan.period.isoformat()}" + (f" ({plan.why})" if plan.why else "")
-    notes = [*result.notes, f"history: {history}, last {days:g} days, replayed from {plan.period.isoformat()}"]
+    title = f"What-if: plan for {plan.period}" + (f" ({plan.why})" if plan.why else "")
+    notes = [*result.notes, f"history: {history}, last {days:g} days, replayed from {plan.period}"]
     md = [f"# {title}", "", *[f"- {n}" for n in notes], "", report.markdown_table(rows), ""]
     md += [
         "Expected share: the budget's part of all GPU-time delivered in the replay. Runs out on: when its balance",
