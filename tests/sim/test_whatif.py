@@ -85,7 +85,7 @@ def test_a_plan_with_members_and_a_window_becomes_a_valid_configuration(tmp_path
     plan_file.write_text(
         "period: 2026-12-01\n"
         "budgets:\n"
-        "  - {name: detection, allocation: \"1234.5\", members: [{user: dana, role: lead}, {user: eli}]}\n"
+        '  - {name: detection, allocation: "1234.5", members: [{user: dana, role: lead}, {user: eli}]}\n'
         "windows:\n"
         "  - {id: det-dec, budget: detection, cluster: lab, gpu_type: H100, gpus: 8,\n"
         "     start: 2026-12-02T00:00:00Z, end: 2026-12-03T00:00:00Z}\n"
