@@ -13,9 +13,12 @@ BUDGETS = ("lab", "language", "finetune", "pretrain", "vision", "detection", "se
 
 def test_the_budget_tree_shows_every_budget_with_its_figures_and_pace(dashboard: Dashboard) -> None:
     page = dashboard.login("eli", "/budgets")
-    rows = page.locator("table.tree tbody tr")
-    expect(rows).to_have_count(len(BUDGETS))
-    assert [r.get_attribute("data-budget") for r in rows.all()] == list(BUDGETS)  # depth first
+    # depth first; read in one go inside the page, which redraws the table when figures change (every 5 s)
+    page.wait_for_function(
+        "names => [...document.querySelectorAll('table.tree tbody tr')].map(r => r.dataset.budget).join() === names",
+        arg=",".join(BUDGETS),
+        timeout=WAIT_MS,
+    )
     pretrain = page.locator("tr[data-budget='pretrain']")
     expect(pretrain).to_contain_text("8,000")
     expect(pretrain.locator(".bar.pace .marker")).to_have_count(1)
