@@ -12,8 +12,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from allotment.config.fields import Credits, Name, PositiveInt, Timestamp
-from allotment.config.schema import Role
+from allotment.config.fields import Credits, Name, PositiveInt
+from allotment.config.schema import Member, WindowConfig
 
 
 def _period_id(value: Any) -> Any:
@@ -24,9 +24,8 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class PlanMember(_Model):
-    user: Name
-    role: Role = Role.MEMBER
+PlanMember = Member
+"""A member as the configuration writes it (user, role)."""
 
 
 class PlanBudget(_Model):
@@ -39,14 +38,8 @@ class PlanBudget(_Model):
     """When given, the budget's complete member list."""
 
 
-class PlanWindow(_Model):
-    id: Name
-    budget: Name
-    cluster: Name
-    gpu_type: Name
-    gpus: PositiveInt
-    start: Timestamp
-    end: Timestamp
+PlanWindow = WindowConfig
+"""A capacity window as the configuration writes it."""
 
 
 class BudgetPlan(_Model):
