@@ -78,6 +78,19 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def _killed(restart: dict[str, Any], opened_at: float) -> dict[str, Any]:
+    """The end of a segment killed without notice, read from the beat the next start found.
+
+    A beat older than the segment's own start was written by an earlier segment: the killed one died before its
+    first beat, so it ended at its start (as far as the records tell) and lost nothing past its checkpoint.
+    """
+    beat = restart.get("prev_beat") or {}
+    if float(beat.get("t", restart["t"])) < opened_at:
+        beat = {}
+    lost = max(0.0, float(beat.get("done", restart["saved"])) - float(restart["saved"]))
+    return {"ev": "killed", "t": max(opened_at, float(beat.get("t", opened_at))), "lost": lost}
+
+
 def event_log(rundir: Path, plans: Iterable[JobPlan]) -> list[dict[str, Any]]:
     """Every event of one replay in time order: submit, start, term, killed, done per job; drain and empty."""
     run = json.loads((rundir / "run.json").read_text())
@@ -86,19 +99,17 @@ def event_log(rundir: Path, plans: Iterable[JobPlan]) -> list[dict[str, Any]]:
         base = {"job": plan.name, "account": plan.account, "kind": plan.kind.value, "gpus": plan.total_gpus}
         if plan.name in run["submitted"]:
             out.append({**base, "ev": "submit", "t": run["submitted"][plan.name]})
-        is_open = False
+        opened_at: float | None = None
         for e in _read_jsonl(rundir / plan.name / "events.jsonl"):
             if e["ev"] == "start":
-                if is_open:
-                    beat = e.get("prev_beat") or {}
-                    lost = max(0.0, float(beat.get("done", e["saved"])) - float(e["saved"]))
-                    out.append({**base, "ev": "killed", "t": float(beat.get("t", e["t"])), "lost": lost})
+                if opened_at is not None:
+                    out.append({**base, **_killed(e, opened_at)})
                 nodes = expand_hostlist(e["nodes"]) if e.get("nodes") else []
                 out.append({**base, "ev": "start", "t": e["t"], "nodes": nodes, "saved": e["saved"]})
-                is_open = True
+                opened_at = float(e["t"])
             elif e["ev"] in ("term", "done"):
                 out.append({**base, "ev": e["ev"], "t": e["t"], "lost": 0.0})
-                is_open = False
+                opened_at = None
     for ev in ("drain_at", "empty_at"):
         if run.get(ev) is not None:
             out.append({"ev": ev.removesuffix("_at"), "t": run[ev]})

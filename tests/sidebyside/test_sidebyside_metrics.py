@@ -73,6 +73,10 @@ CASES = {
         [job("a").start(0).start(60, saved=30, beat=(55, 55)).done(130)],
         {"preemptions": 1, "killed": 1, "lost": 25.0 * 8, "completed": 1},
     ),
+    "killed before its first beat: the beat found is the earlier segment's": (
+        [job("a").start(0).term(40, 40).start(50, saved=40).start(52, saved=40, beat=(39, 39)).done(120)],
+        {"preemptions": 2, "killed": 1, "lost": 0.0, "completed": 1},
+    ),
     "never finished": ([job("a").start(0)], {"preemptions": 0, "killed": 0, "lost": 0.0, "completed": 0}),
 }
 
