@@ -22,6 +22,7 @@ from allotment.engine.setup import Settings
 from allotment.ops import http as ops_http
 from allotment.ops.ratelimit import TokenBuckets
 from allotment.service.context import Context
+from allotment.service.intake import Intake
 from allotment.web import mount as mount_dashboard
 
 DESCRIPTION = """GPU scheduling with budgets, hierarchical fair share and time-slicing contracts.
@@ -54,6 +55,7 @@ def create_app(
     )
     app = FastAPI(title="Allotment", version="0.1.0", description=DESCRIPTION)
     app.state.context = ctx
+    app.state.intake = Intake(ctx)
     errors.install(app)
     ops_http.install(app, TokenBuckets(settings.submit_rate, settings.submit_burst) if settings.submit_rate else None)
     for module in (health, auth, jobs, session_routes, budgets, plans, nodes, reports, simreports, dashboard):

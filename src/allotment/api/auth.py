@@ -11,17 +11,18 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from allotment.service.context import Context
 from allotment.service.errors import Unauthenticated
 from allotment.service.principal import Principal
-from allotment.service.tokens import authenticate
+from allotment.service.tokens import authenticate, authenticate_cached
 
 bearer = HTTPBearer(auto_error=False, description="An Allotment API token (allot_…)")
 
 
-def context(request: Request) -> Context:
+async def context(request: Request) -> Context:
     ctx = request.app.state.context
     assert isinstance(ctx, Context)
     return ctx
@@ -47,4 +48,22 @@ def principal(found: Annotated[Principal | None, Depends(optional_principal)]) -
 
 
 Caller = Annotated[Principal, Depends(principal)]
+
+
+async def principal_on_loop(
+    ctx: Ctx, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+) -> Principal:
+    """`principal` for async routes: a token checked in the last second is answered on the event loop; otherwise
+    the database is read in the thread pool."""
+    if credentials is None:
+        raise Unauthenticated("missing bearer token: send Authorization: Bearer <token> (see allot login)")
+    if credentials.scheme.lower() != "bearer":
+        raise Unauthenticated("use an Authorization: Bearer token")
+    found = authenticate_cached(ctx, credentials.credentials)
+    if found is None:
+        found = await run_in_threadpool(authenticate, ctx, credentials.credentials)
+    return found
+
+
+AsyncCaller = Annotated[Principal, Depends(principal_on_loop)]
 MaybeCaller = Annotated[Principal | None, Depends(optional_principal)]

@@ -14,15 +14,25 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sqlalchemy import and_, or_, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from allotment.config.errors import Loc
 from allotment.core.model import ContractClass, JobKind
 from allotment.ledger import INFRASTRUCTURE, EntryKind
 from allotment.service.context import Context
-from allotment.service.errors import BadRequest, Conflict, FieldProblem, Forbidden, Invalid, NotFound
+from allotment.service.errors import (
+    BadRequest,
+    Conflict,
+    FieldProblem,
+    Forbidden,
+    Invalid,
+    NotFound,
+    ServiceError,
+)
 from allotment.service.principal import Principal, budget_parents
 from allotment.service.specs import JobSpec
 from allotment.service.views import (
@@ -37,7 +47,7 @@ from allotment.service.views import (
 )
 from allotment.service.yamlinput import Document
 from allotment.store.db import reading
-from allotment.store.jobs import Submission, request_cancel, submit
+from allotment.store.jobs import NewJob, Submission, request_cancel, submit_many
 from allotment.store.records import FINAL_STATES, JOB_STATES, job_events
 from allotment.store.tables import ClusterRow, JobRow, LedgerEntryRow, RunRow, SliceRow
 
@@ -45,15 +55,17 @@ MAX_PAGE = 500
 MAX_REQUEST_ID = 150
 
 
-def _check_spec(session: Session, ctx: Context, principal: Principal, doc: Document[JobSpec]) -> list[FieldProblem]:
-    """Problems of the spec in this deployment; raises Forbidden when the user may not charge the budget."""
+def _check_spec(
+    ctx: Context, principal: Principal, doc: Document[JobSpec], parents: dict[str, str | None], known: set[str]
+) -> list[FieldProblem]:
+    """Problems of the spec in this deployment (`parents`: the budget tree; `known`: the cluster names, both read in
+    the submitting transaction); raises Forbidden when the user may not charge the budget."""
     spec, policy = doc.value, ctx.policy
     problems: list[FieldProblem] = []
 
     def bad(loc: Loc, reason: str) -> None:
         problems.append(doc.problem(loc, reason))
 
-    parents = budget_parents(session)
     if spec.budget not in parents or spec.budget == INFRASTRUCTURE:
         bad(("budget",), f"unknown budget {spec.budget!r}")
     else:
@@ -65,7 +77,6 @@ def _check_spec(session: Session, ctx: Context, principal: Principal, doc: Docum
     for i, gpu_type in enumerate(spec.resources.gpu_types):
         if gpu_type not in ctx.rates:
             bad(("resources", "gpu_types", i), f"unknown GPU type {gpu_type!r} (known: {', '.join(sorted(ctx.rates))})")
-    known = set(session.scalars(select(ClusterRow.name)))
     for i, cluster in enumerate(spec.resources.clusters):
         if cluster not in known:
             bad(("resources", "clusters", i), f"unknown cluster {cluster!r} (known: {', '.join(sorted(known))})")
@@ -96,52 +107,105 @@ def _request_key(principal: Principal, request_id: str | None) -> str | None:
     return f"{principal.user}:{request_id}"
 
 
+@dataclass(frozen=True, slots=True)
+class SubmitRequest:
+    """One submission of a batch: the acting user, the spec and the client's request id (for retries)."""
+
+    principal: Principal
+    doc: Document[JobSpec]
+    request_id: str | None = None
+
+
 def submit_job(ctx: Context, principal: Principal, doc: Document[JobSpec], request_id: str | None = None) -> Submitted:
     """Submit the spec as the acting user. A retry with the same request id returns the job the first created."""
-    spec = doc.value
-    key = _request_key(principal, request_id)
-    with ctx.sessions.begin() as session:
-        problems = _check_spec(session, ctx, principal, doc)
-        if problems:
-            raise Invalid("the job spec is invalid: " + "; ".join(str(p) for p in problems), problems)
-        sub = Submission(
-            budget=spec.budget,
-            user=principal.user,
-            command=list(spec.command),
-            gpus=spec.resources.gpus,
-            replicas=spec.resources.replicas,
-            name=spec.name or "",
-            kind=spec.kind,
-            contract=spec.contract.contract_class,
-            slice_seconds=spec.slice_seconds,
-            priority=spec.priority,
-            grace=spec.grace,
-            max_runtime=spec.max_runtime,
-            gpu_types=spec.resources.gpu_types,
-            clusters=spec.resources.clusters,
-            fallback_opportunistic=spec.contract.fallback_opportunistic,
-            requeue=spec.requeue,
-            env=dict(spec.env),
-            image=spec.image,
-            workdir=spec.workdir,
-            request_id=key,
-        )
-        row, created = submit(session, sub, ctx.now())
-        if not created and (row.budget, row.spec["command"], row.gpus, row.replicas, row.kind) != (
-            sub.budget,
-            list(sub.command),
-            sub.gpus,
-            sub.replicas,
-            sub.kind.value,
-        ):
-            raise Conflict(f"request id {request_id!r} was used for another submission ({row.id})")
-        detail = _new_detail(row) if created else _detail(session, row)
-    if created:
+    [result] = submit_jobs(ctx, [SubmitRequest(principal, doc, request_id)])
+    if isinstance(result, ServiceError):
+        raise result
+    return result
+
+
+def submit_jobs(ctx: Context, requests: Sequence[SubmitRequest]) -> list[Submitted | ServiceError]:
+    """Submit a batch in one transaction (group commit): the budget tree and the clusters are read once, every
+    request is checked on its own, and the valid ones are inserted together. Each request gets its own answer — the
+    job, or the error that refused it (Invalid, Forbidden, Conflict) — and a refused request changes nothing. When
+    the batch's transaction fails on a request id another transaction inserted meanwhile, the batch is submitted
+    again one request at a time, so one request's conflict never refuses the others."""
+    try:
+        out = _submit_batch(ctx, requests)
+    except IntegrityError:  # the other transaction has committed by now: a retry finds its job
+        out = [_submit_alone(ctx, r) for r in requests]
+    if any(isinstance(r, Submitted) and r.created for r in out):
         ctx.notify()
-    return Submitted(job=detail, created=created)
+    return out
 
 
-def summary(row: JobRow) -> JobSummary:
+def _submit_alone(ctx: Context, request: SubmitRequest) -> Submitted | ServiceError:
+    try:
+        return _submit_batch(ctx, [request])[0]
+    except IntegrityError as exc:  # e.g. its user or budget was removed by a concurrent change of the configuration
+        return Conflict(f"the submission conflicts with a concurrent change: {type(exc.orig).__name__}")
+
+
+def _submit_batch(ctx: Context, requests: Sequence[SubmitRequest]) -> list[Submitted | ServiceError]:
+    out: list[Submitted | ServiceError | None] = [None] * len(requests)
+    accepted: list[tuple[int, Submission]] = []
+    with ctx.sessions.begin() as session:
+        parents = budget_parents(session)
+        known = set(session.scalars(select(ClusterRow.name)))
+        for i, req in enumerate(requests):
+            try:
+                accepted.append((i, _submission(ctx, req, parents, known)))
+            except ServiceError as exc:
+                out[i] = exc
+        rows = submit_many(session, [sub for _, sub in accepted], ctx.now())
+        for (i, sub), (row, created) in zip(accepted, rows, strict=True):
+            if not created and (row.budget, row.spec["command"], row.gpus, row.replicas, row.kind) != (
+                sub.budget,
+                list(sub.command),
+                sub.gpus,
+                sub.replicas,
+                sub.kind.value,
+            ):
+                request_id = requests[i].request_id
+                out[i] = Conflict(f"request id {request_id!r} was used for another submission ({row.id})")
+                continue
+            detail = _new_detail(row) if isinstance(row, NewJob) else _detail(session, row)
+            out[i] = Submitted(job=detail, created=created)
+    return [r for r in out if r is not None]
+
+
+def _submission(ctx: Context, req: SubmitRequest, parents: dict[str, str | None], known: set[str]) -> Submission:
+    """The store's record of a checked request; raises Invalid or Forbidden for a request that may not be made."""
+    spec, principal = req.doc.value, req.principal
+    key = _request_key(principal, req.request_id)
+    problems = _check_spec(ctx, principal, req.doc, parents, known)
+    if problems:
+        raise Invalid("the job spec is invalid: " + "; ".join(str(p) for p in problems), problems)
+    return Submission(
+        budget=spec.budget,
+        user=principal.user,
+        command=list(spec.command),
+        gpus=spec.resources.gpus,
+        replicas=spec.resources.replicas,
+        name=spec.name or "",
+        kind=spec.kind,
+        contract=spec.contract.contract_class,
+        slice_seconds=spec.slice_seconds,
+        priority=spec.priority,
+        grace=spec.grace,
+        max_runtime=spec.max_runtime,
+        gpu_types=spec.resources.gpu_types,
+        clusters=spec.resources.clusters,
+        fallback_opportunistic=spec.contract.fallback_opportunistic,
+        requeue=spec.requeue,
+        env=dict(spec.env),
+        image=spec.image,
+        workdir=spec.workdir,
+        request_id=key,
+    )
+
+
+def summary(row: JobRow | NewJob) -> JobSummary:
     return JobSummary(
         id=row.id,
         name=row.name,
@@ -176,7 +240,7 @@ def _detail(session: Session, row: JobRow) -> JobDetail:
     return _as_detail(row, history, runs, slices, entries)
 
 
-def _new_detail(row: JobRow) -> JobDetail:
+def _new_detail(row: NewJob) -> JobDetail:
     """The detail of a job this transaction just created: its first history record and nothing else yet (no
     queries: store.jobs.submit wrote exactly this)."""
     first = JobEvent(at=row.submitted_at, from_state=None, to_state=row.state, reason=row.state_reason)
@@ -184,7 +248,7 @@ def _new_detail(row: JobRow) -> JobDetail:
 
 
 def _as_detail(
-    row: JobRow,
+    row: JobRow | NewJob,
     history: list[JobEvent],
     runs: list[RunRow],
     slices: list[SliceRow],

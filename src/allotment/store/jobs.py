@@ -1,8 +1,8 @@
 """Writing users' requests: submissions and cancellations (the engine acts on them in its next cycle).
 
-Owns: inserting a job in the pending state with its first history record, idempotently per client request id,
-and marking a cancellation request. Must not: start, stop or place anything (the engine is the single writer of
-scheduling state).
+Owns: inserting a job in the pending state with its first history record, idempotently per client request id
+(one at a time, or a batch with one statement per table: `submit_many`), and marking a cancellation request.
+Must not: start, stop or place anything (the engine is the single writer of scheduling state).
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -44,6 +45,37 @@ class Submission:
     job_id: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """What `submit_many` inserted for a new job, column by column as in JobRow (a plain record: the batch is
+    written with core INSERTs, and tracking an ORM object per job would cost more than the INSERT)."""
+
+    id: str
+    request_id: str | None
+    budget: str
+    user: str
+    name: str
+    spec: dict[str, Any]
+    gpus: int
+    replicas: int
+    kind: str
+    contract: str
+    slice_seconds: Seconds
+    priority: int
+    grace: Seconds
+    max_runtime: Seconds | None
+    gpu_types: list[str]
+    clusters: list[str]
+    fallback_opportunistic: bool
+    requeue: bool
+    submitted_at: Seconds
+    state: str
+    attempt: int
+    state_reason: str
+    updated_at: Seconds
+    cancel_requested_at: Seconds | None
+
+
 def new_job_id() -> str:
     return "j-" + uuid.uuid4().hex[:12]
 
@@ -56,32 +88,8 @@ def submit(session: Session, sub: Submission, now: Seconds) -> tuple[JobRow, boo
         found = session.scalars(select(JobRow).where(JobRow.request_id == sub.request_id)).first()
         if found is not None:
             return found, False
-    job = JobRow(
-        id=sub.job_id or new_job_id(),
-        request_id=sub.request_id,
-        budget=sub.budget,
-        user=sub.user,
-        name=sub.name or (sub.command[0] if sub.command else "job"),
-        spec={"command": list(sub.command), "env": dict(sub.env), "image": sub.image, "workdir": sub.workdir},
-        gpus=sub.gpus,
-        replicas=sub.replicas,
-        kind=sub.kind.value,
-        contract=sub.contract.value,
-        slice_seconds=sub.slice_seconds,
-        priority=sub.priority,
-        grace=sub.grace,
-        max_runtime=sub.max_runtime,
-        gpu_types=list(sub.gpu_types),
-        clusters=list(sub.clusters),
-        fallback_opportunistic=sub.fallback_opportunistic,
-        requeue=sub.requeue,
-        submitted_at=now,
-        state="pending",
-        attempt=0,
-        state_reason="submitted",
-        updated_at=now,
-    )
-    first = JobEventRow(job_id=job.id, at=now, from_state=None, to_state="pending", reason="submitted")
+    job = _row(sub, now)
+    first = _first_event(job)
     if sub.request_id is None:  # nothing can collide: no savepoint needed
         _insert(session, job, first)
         return job, True
@@ -96,6 +104,79 @@ def submit(session: Session, sub: Submission, now: Seconds) -> tuple[JobRow, boo
             raise
         return found, False
     return job, True
+
+
+def submit_many(session: Session, subs: Sequence[Submission], now: Seconds) -> list[tuple[JobRow | NewJob, bool]]:
+    """`submit` for a batch, in the caller's transaction: one query finds the request ids already used, one INSERT
+    per table writes the new jobs and their first history records. A request id repeated inside the batch returns
+    the job its first use created. A concurrent transaction that inserts one of the same request ids first makes
+    this one fail with IntegrityError (the caller retries the batch one submission at a time)."""
+    keys = sorted({s.request_id for s in subs if s.request_id is not None})
+    known: dict[str, JobRow | NewJob] = {}
+    for i in range(0, len(keys), 500):
+        rows = session.scalars(select(JobRow).where(JobRow.request_id.in_(keys[i : i + 500])))
+        known.update((row.request_id, row) for row in rows if row.request_id is not None)
+    out: list[tuple[JobRow | NewJob, bool]] = []
+    new_jobs: list[dict[str, Any]] = []
+    for sub in subs:
+        found = known.get(sub.request_id) if sub.request_id is not None else None
+        if found is not None:
+            out.append((found, False))
+            continue
+        values = _values(sub, now)
+        job = NewJob(**values)
+        if sub.request_id is not None:
+            known[sub.request_id] = job
+        new_jobs.append(values)
+        out.append((job, True))
+    if new_jobs:  # core INSERTs, one per table: no unit of work to track hundreds of objects
+        session.flush()
+        session.execute(insert(JobRow), new_jobs)
+        session.execute(
+            insert(JobEventRow),
+            [
+                {"job_id": v["id"], "at": now, "from_state": None, "to_state": "pending", "reason": "submitted"}
+                for v in new_jobs
+            ],
+        )
+    return out
+
+
+def _row(sub: Submission, now: Seconds) -> JobRow:
+    return JobRow(**_values(sub, now))
+
+
+def _values(sub: Submission, now: Seconds) -> dict[str, Any]:
+    return {
+        "id": sub.job_id or new_job_id(),
+        "request_id": sub.request_id,
+        "budget": sub.budget,
+        "user": sub.user,
+        "name": sub.name or (sub.command[0] if sub.command else "job"),
+        "spec": {"command": list(sub.command), "env": dict(sub.env), "image": sub.image, "workdir": sub.workdir},
+        "gpus": sub.gpus,
+        "replicas": sub.replicas,
+        "kind": sub.kind.value,
+        "contract": sub.contract.value,
+        "slice_seconds": sub.slice_seconds,
+        "priority": sub.priority,
+        "grace": sub.grace,
+        "max_runtime": sub.max_runtime,
+        "gpu_types": list(sub.gpu_types),
+        "clusters": list(sub.clusters),
+        "fallback_opportunistic": sub.fallback_opportunistic,
+        "requeue": sub.requeue,
+        "submitted_at": now,
+        "state": "pending",
+        "attempt": 0,
+        "state_reason": "submitted",
+        "updated_at": now,
+        "cancel_requested_at": None,
+    }
+
+
+def _first_event(job: JobRow) -> JobEventRow:
+    return JobEventRow(job_id=job.id, at=job.submitted_at, from_state=None, to_state="pending", reason="submitted")
 
 
 def _insert(session: Session, job: JobRow, first: JobEventRow) -> None:

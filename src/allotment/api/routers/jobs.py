@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
 
-from allotment.api.auth import Caller, Ctx
+from allotment.api.auth import AsyncCaller, Caller, Ctx
 from allotment.api.errors import ERROR_RESPONSES
 from allotment.api.schemas import SubmitRequest
 from allotment.service import explain, jobs
 from allotment.service.errors import BadRequest
+from allotment.service.intake import Intake
 from allotment.service.specs import parse_spec_document, spec_from_data
 from allotment.service.views import JobDetail, JobPage, JobSummary, LogChunk, Submitted, WhyView
 
@@ -28,18 +30,24 @@ def request_key(body_key: str | None, header_key: str | None) -> str | None:
 
 
 @router.post("", status_code=201, response_model=Submitted)
-def submit(
+async def submit(
     body: SubmitRequest,
-    ctx: Ctx,
-    caller: Caller,
+    request: Request,
+    caller: AsyncCaller,
     response: Response,
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> Submitted:
-    """Submit a job spec (as an object or YAML text). Returns 201 for a new job, 200 for a retried request."""
+    """Submit a job spec (as an object or YAML text). Returns 201 for a new job, 200 for a retried request.
+    Submissions arriving together are written in one transaction (service.intake)."""
     if (body.spec is None) == (body.yaml is None):
         raise BadRequest("give the job spec as either `spec` (an object) or `yaml` (text)")
-    doc = parse_spec_document(body.yaml) if body.yaml is not None else spec_from_data(body.spec)
-    result = jobs.submit_job(ctx, caller, doc, request_key(body.request_id, idempotency_key))
+    if body.yaml is not None:
+        doc = await run_in_threadpool(parse_spec_document, body.yaml)
+    else:
+        doc = spec_from_data(body.spec)
+    intake = request.app.state.intake
+    assert isinstance(intake, Intake)
+    result = await intake.submit(jobs.SubmitRequest(caller, doc, request_key(body.request_id, idempotency_key)))
     if not result.created:
         response.status_code = 200
     return result
