@@ -96,7 +96,7 @@ class WindowRow(Base):
 
 class JobRow(Base):
     __tablename__ = "jobs"
-    __table_args__ = (Index(None, "state", "budget"),)
+    __table_args__ = (Index(None, "state", "budget"), Index(None, "submitted_at", "id"))
     id: Mapped[Name] = mapped_column(primary_key=True)
     request_id: Mapped[Name | None] = mapped_column(unique=True)
     """The client's idempotency key for the submission: a retried submit finds the job it created."""
