@@ -119,24 +119,32 @@ class RawHttp:
             await self.writer.wait_closed()
 
 
-async def one_request(http: RawHttp, rng: random.Random, mine: list[str], budget: str) -> tuple[str, bool, str]:
-    """Submit a job (60 %), list the newest jobs (20 %) or poll one of this client's jobs (20 %)."""
+SUBMIT_SHARE = 0.6
+
+
+async def one_request(
+    http: RawHttp, rng: random.Random, mine: list[str], budget: str, share: float
+) -> tuple[str, bool, str]:
+    """Submit a job (`share` of requests, by default SUBMIT_SHARE), else list the newest jobs or poll one of this
+    client's jobs (half each of the rest)."""
     roll = rng.random()
-    if roll < 0.6 or not mine:
+    if roll < share or not mine:
         op = "submit"
         body = {"spec": {"budget": budget, "command": ["sleep", "20"], "resources": {"gpus": 8}}}
         status, data = await http.request("POST", "/jobs", json.dumps(body).encode())
         if status == 201:
             mine.append(json.loads(data)["job"]["id"])
         return op, status == 201, f"{status} {data[:200]!r}"
-    if roll < 0.8:
+    if roll < (1 + share) / 2:
         status, data = await http.request("GET", "/jobs?limit=50")
         return "list", status == 200, f"{status} {data[:200]!r}"
     status, data = await http.request("GET", f"/jobs/{rng.choice(mine)}")
     return "poll", status == 200, f"{status} {data[:200]!r}"
 
 
-async def client(n: int, url: str, token: str, budget: str, until: float, tally: Tally, interval: float | None) -> None:
+async def client(
+    n: int, url: str, token: str, budget: str, until: float, tally: Tally, interval: float | None, share: float
+) -> None:
     """Closed loop (interval None): the next request when the last answered. Open loop: a request every
     `interval` seconds on a fixed schedule, latency counted from the scheduled time (a slow answer delays the
     requests behind it, and that wait is counted: no coordinated omission)."""
@@ -152,7 +160,7 @@ async def client(n: int, url: str, token: str, budget: str, until: float, tally:
             else:
                 t0 = time.perf_counter()
             try:
-                op, ok, detail = await one_request(http, rng, mine, budget)
+                op, ok, detail = await one_request(http, rng, mine, budget, share)
             except (OSError, asyncio.IncompleteReadError) as exc:
                 op, ok, detail = "submit", False, repr(exc)
                 await http.close()
@@ -167,7 +175,7 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def run(url: str, clients: int, duration: float, rate: float | None) -> Tally:
+async def run(url: str, clients: int, duration: float, rate: float | None, share: float = SUBMIT_SHARE) -> Tally:
     tokens = []
     async with httpx.AsyncClient(base_url=url, timeout=30) as http:
         for n in range(clients):
@@ -178,7 +186,7 @@ async def run(url: str, clients: int, duration: float, rate: float | None) -> Ta
     tally = Tally()
     until = time.monotonic() + duration
     interval = clients / rate if rate else None
-    await asyncio.gather(*(client(n, url, t, b, until, tally, interval) for n, (t, b) in enumerate(tokens)))
+    await asyncio.gather(*(client(n, url, t, b, until, tally, interval, share) for n, (t, b) in enumerate(tokens)))
     return tally
 
 
@@ -190,12 +198,15 @@ def main() -> None:
     parser.add_argument(
         "--rate", type=float, default=None, help="open loop: requests/s offered in all (default: closed loop)"
     )
+    parser.add_argument(
+        "--submit-share", type=float, default=SUBMIT_SHARE, help="share of requests that submit (1: submissions only)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="allot-load-") as tmp:
         proc, url = start_server(args.database_url, Path(tmp))
         try:
             started = time.monotonic()
-            tally = asyncio.run(run(url, args.clients, args.duration, args.rate))
+            tally = asyncio.run(run(url, args.clients, args.duration, args.rate, args.submit_share))
             elapsed = time.monotonic() - started
         finally:
             proc.send_signal(signal.SIGTERM)
@@ -205,6 +216,7 @@ def main() -> None:
                 proc.kill()
     backend = "PostgreSQL" if args.database_url else "SQLite"
     mode = f"open loop at {args.rate:.0f} requests/s" if args.rate else "closed loop"
+    mode += f", {args.submit_share:.0%} submissions"
     print(f"load: {args.clients} clients ({mode}) for {args.duration:.0f}s against a real server on {backend}")
     print(f"{'operation':<10}{'count':>9}{'per s':>9}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
     for op in ("submit", "list", "poll"):
