@@ -53,8 +53,7 @@ def transition(session: Session, job: JobRow, to_state: str, at: Seconds, reason
         raise ValueError(f"job {job.id} is {job.state}; it cannot become {to_state}")
     event = JobEventRow(job_id=job.id, at=at, from_state=job.state, to_state=to_state, reason=reason)
     job.state, job.state_reason, job.updated_at = to_state, reason, at
-    session.add(event)
-    session.flush()
+    session.add(event)  # written at the next flush, with the cycle's other records (ids follow the order added)
     return event
 
 
