@@ -80,9 +80,10 @@ def _rebackfilled_victims() -> Case:
 
 @pytest.mark.xfail(
     strict=False,
-    reason="core, open: in some generated fleets a planned start is dropped in a later cycle (the nodes it counted "
-    "on stop giving way to it once the fair-share standings move), so the plan 'vanishes' and is made again later; "
-    "the job still starts, but its first plan is not kept (issue 2, closing note)",
+    reason="core, open: in some generated fleets a planned start is dropped in a later cycle (another budget's work "
+    "on the nodes it counted stops giving way to it once the fair-share standings move), so the plan 'vanishes' and "
+    "is made again later; the job still starts, but its first plan is not kept (docs/policy.md §8; issue 2, closing "
+    "note). Two other ways plans were lost are fixed and kept as cases in test_reservations.py",
 )
 # Known to fail: no shrinking (it took five minutes of CI to shrink a failure nobody reads until the rule is fixed).
 @settings(DRIVEN, phases=[Phase.explicit, Phase.reuse, Phase.generate])

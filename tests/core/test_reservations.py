@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from allotment.core.cycle import AllotmentPolicy
-from allotment.core.model import Job, ReservationKind
+from allotment.core.model import ContractClass, Job, ReservationKind
 from tests.core.builders import HOUR, World
 from tests.core.driver import Driver
 
@@ -62,3 +62,76 @@ def test_the_gang_starts_by_its_planned_start() -> None:
     planned = drv.step(60).reserves[0].planned_start
     drv.run_until(planned + 60, every=600)
     assert drv.started_at("g") == planned
+
+
+def _long_slices_world() -> World:
+    """busy_world, but r0 renews for two hours at a time: renewed past the plan, it would push the plan back."""
+    w = World().cluster("c1", nodes=4, rack_size=4).budget("org", alloc=4000)
+    w.budget("big", "org", usage=500.0).budget("gang", "org").budget("small", "org")
+    for i in range(4):
+        length = 2 * HOUR if i == 0 else HOUR
+        w.running(f"r{i}", "big", {f"c1-h100-{i:02d}": 8}, started=0, slice_end=(i + 1) * HOUR, slice_seconds=length)
+    return w
+
+
+def test_a_plan_is_kept_behind_a_job_no_pool_can_hold() -> None:
+    """The budget's first job by priority asks for more nodes than the fleet has, so it can never hold a plan: it
+    does not take the budget's plan from the job that holds it, the slice ending under the plan is not renewed past
+    it, and the job starts by its first planned start."""
+    w = _long_slices_world().pending("g", "gang", gpus=8, replicas=2)
+    w.pending("huge", "gang", gpus=8, replicas=8, priority=5)
+    drv = Driver(w.snapshot(), durations={f"r{i}": 10 * HOUR for i in range(4)} | {"g": HOUR})
+    (first,) = drv.step(60).reserves
+    assert first.job_id == "g"
+    for t in (HOUR, HOUR + 300, 2 * HOUR):
+        d = drv.step(t)
+        if drv.started_at("g") is not None:
+            break
+        assert [(r.job_id, r.planned_start, r.since) for r in d.reserves] == [("g", first.planned_start, 60)]
+        assert all(r.slice_end + 60 <= first.planned_start for r in d.renews if r.job_id == "r0")
+    drv.run_until(first.planned_start + 60, every=300)
+    assert drv.started_at("g") == first.planned_start
+
+
+def test_a_plan_is_kept_while_the_budgets_first_job_waits_for_gpus_being_freed() -> None:
+    """The budget's first job took opportunistic work by preemption and waits for its grace (its own reservation);
+    the plan of the budget's next job is kept meanwhile, not dropped and made again."""
+    w = World().cluster("c1", nodes=3, rack_size=3).budget("org", alloc=3000)
+    w.budget("big", "org", usage=500.0).budget("gang", "org").budget("other", "org")
+    w.running("opp", "other", {"c1-h100-00": 8}, started=0, contract=ContractClass.OPPORTUNISTIC, grace=300)
+    w.running("r1", "big", {"c1-h100-01": 8}, started=0, slice_end=HOUR, slice_seconds=HOUR)
+    w.running("r2", "big", {"c1-h100-02": 8}, started=0, slice_end=2 * HOUR, slice_seconds=HOUR)
+    w.pending("first", "gang", gpus=8, priority=5).pending("g", "gang", gpus=8, replicas=2)
+    drv = Driver(w.snapshot(), durations={"r1": 10 * HOUR, "r2": 10 * HOUR, "first": HOUR, "g": HOUR})
+    d = drv.step(60)
+    assert [(r.job_id, r.kind, r.planned_start) for r in d.reserves] == [("first", ReservationKind.PREEMPTION, 360)]
+    d = drv.step(120)
+    (plan,) = [r for r in d.reserves if r.job_id == "g"]
+    assert plan.kind is ReservationKind.PLANNED and "first" in drv.reservations
+    for t in (180, 240):
+        d = drv.step(t)
+        assert [(r.job_id, r.planned_start, r.since) for r in d.reserves if r.job_id == "g"] == [
+            ("g", plan.planned_start, 120)
+        ]
+
+
+def test_opportunistic_work_on_a_planned_node_leaves_in_time_not_at_once() -> None:
+    """An opportunistic sweep on one of a gang's planned nodes is told to leave when its notice would end at the
+    planned start, not as soon as the plan is made: told at once, its GPUs would idle for an hour and the backfill
+    rule would hand them straight back to it (a start/preempt loop every cycle)."""
+    w = World().cluster("c1", nodes=2, rack_size=2).budget("org", alloc=2000)
+    w.budget("big", "org", usage=5000.0).budget("gang", "org").budget("sweeps", "org")
+    w.running("r0", "big", {"c1-h100-00": 8}, started=0, slice_end=HOUR, slice_seconds=HOUR)
+    w.running("sweep", "sweeps", {"c1-h100-01": 8}, started=0, contract=ContractClass.OPPORTUNISTIC, grace=120)
+    w.pending("g", "gang", gpus=8, replicas=2)
+    drv = Driver(w.snapshot(), durations={"r0": 10 * HOUR, "sweep": 10 * HOUR, "g": HOUR})
+    d = drv.step(60)
+    (plan,) = d.reserves
+    assert plan.planned_start == HOUR + 60 and not d.preempts
+    for t in range(360, plan.planned_start - 120, 300):
+        assert not drv.step(t).preempts  # the sweep keeps running, no loop
+    d = drv.step(plan.planned_start - 120)
+    assert [(p.job_id, p.reason.value) for p in d.preempts] == [("sweep", "reservation")]
+    drv.run_until(plan.planned_start + 60, every=60)
+    assert drv.started_at("g") == plan.planned_start
+    assert [e.job for e in drv.events("start")] == ["g"]  # the sweep was never restarted in between

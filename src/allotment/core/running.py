@@ -17,7 +17,17 @@ from dataclasses import replace
 
 from allotment.core.capacity import NodeSlot, Occupant
 from allotment.core.decisions import Lapse, PreemptReason, Renew, Reserve
-from allotment.core.model import FULL_PRICE, ContractClass, JobKind, NodeState, ReservationKind, RunClass, Seconds
+from allotment.core.funding import terms
+from allotment.core.model import (
+    FULL_PRICE,
+    ContractClass,
+    Job,
+    JobKind,
+    NodeState,
+    ReservationKind,
+    RunClass,
+    Seconds,
+)
 from allotment.core.placement import node_size, nodes_needed
 from allotment.core.preemption import reservation_claims, victims_on_node
 from allotment.core.reservations import claim, earliest_on_node, renewal_cannot_delay, use_spare_renewal
@@ -178,20 +188,32 @@ def install_carried(st: CycleState) -> list[Carried]:
 
 
 def _budget_heads(st: CycleState) -> dict[str, str]:
-    """Each budget's first pending guaranteed batch job in its own order (priority, then age)."""
-    heads: dict[str, tuple[tuple[int, int, str], str]] = {}
-    for job in st.snap.jobs:
-        if job.run is not None or job.kind is JobKind.SESSION or job.contract is not ContractClass.GUARANTEED:
-            continue
-        key = (-job.priority, job.submitted_at, job.id)
-        cur = heads.get(job.budget)
-        if cur is None or key < cur[0]:
-            heads[job.budget] = (key, job.id)
-    return {b: v[1] for b, v in heads.items()}
+    """Each budget's first pending guaranteed batch job in its own order (priority, then age) that could hold a
+    planned start now: within its budget's limits and funded for a guaranteed slice on some pool — the job that
+    fair-share order would plan for. A job before it that can never be planned (no pool could ever hold it, its
+    budget cannot pay for its slice), or that GPUs are being freed for by preemption (its own reservation), does
+    not take the budget's plan away from the job that holds it."""
+    freed_for = {r.job_id for r in st.snap.reservations if r.kind is ReservationKind.PREEMPTION}
+    heads: dict[str, str] = {}
+    for budget, queue in st.queues.items():
+        for job in queue:
+            if job.contract is ContractClass.GUARANTEED and job.id not in freed_for and _may_hold_a_plan(st, job):
+                heads[budget] = job.id
+                break
+    return heads
+
+
+def _may_hold_a_plan(st: CycleState, job: Job) -> bool:
+    if st.within_limits(job, job.total_gpus) is not None:
+        return False
+    t = terms(st, job)
+    return t.blocker is None and t.run_class is RunClass.GUARANTEED
 
 
 def due_victims(st: CycleState, slot: NodeSlot, need: int, planned: Seconds) -> list[Occupant]:
-    """Preemptible work on a reserved node that must be told to leave now so the node is ready by `planned`."""
+    """Preemptible work on a reserved node that must be told to leave now so the node is ready by `planned`: the
+    fewest that free the GPUs, or, while in-slice work there still holds some, every preemptible occupant that gives
+    way — in either case only once its grace would end at `planned` or later."""
     c = slot.claim
     yields = c.yields if c is not None else (lambda o: True)
 
@@ -199,10 +221,11 @@ def due_victims(st: CycleState, slot: NodeSlot, need: int, planned: Seconds) -> 
         return reservation_claims(occ) if yields(occ) else None
 
     ready = victims_on_node(slot, need, st.now, test, st.grace)
-    if ready is not None:
-        return list(ready.occupants)
-    # in-slice work is still needed: take preemptible work only once its notice would end after the slices do
-    return [o for o in slot.occupants if o.preemptible and yields(o) and st.now + st.grace(o.job) >= planned]
+    victims = list(ready.occupants) if ready is not None else [o for o in slot.occupants if o.preemptible and yields(o)]
+    # told to leave only once its notice would end at the planned start or later: earlier, the GPUs it frees would
+    # idle until then, and the backfill rule would hand them straight back to opportunistic work (a start/preempt
+    # loop every cycle)
+    return [o for o in victims if st.now + st.grace(o.job) >= planned]
 
 
 def reservation_reserve(st: CycleState, carried: Carried, planned: Seconds) -> None:
