@@ -77,6 +77,7 @@ function hashPath() {
 
 async function route() {
   const view = document.getElementById("view");
+  const mine = ++state.shown;
   clearInterval(state.timer);
   if (!state.token) { renderLogin(view); return; }
   try {
@@ -103,6 +104,7 @@ async function route() {
     state.busy = true;
     try {
       const content = await fn(match);
+      if (mine !== state.shown) return; // the user went elsewhere while this page loaded
       // Replace the page only when it changed, so what the user is about to click stays where it is.
       if (first || !view.firstElementChild || view.firstElementChild.outerHTML !== content.outerHTML) {
         view.replaceChildren(content);
@@ -116,6 +118,7 @@ async function route() {
   };
   if (document.activeElement && view.contains(document.activeElement)) document.activeElement.blur();
   await draw(true);
+  if (mine !== state.shown) return; // a newer route() owns the view and the refresh timer
   state.timer = setInterval(() => {
     const focused = document.activeElement && view.contains(document.activeElement) && document.activeElement.tagName !== "BODY";
     if (!document.hidden && !focused && !state.pointing && !view.querySelector("[data-hold]")) draw(false);

@@ -9,6 +9,7 @@ const PAGE = 50;
 const state = {
   token: localStorage.getItem(TOKEN_KEY), me: null, parents: {}, timer: null, busy: false, cursors: {}, node: null,
   pointing: false, // the pointer rests on something clickable: auto-refresh waits, so the click lands
+  shown: 0, // counts route() calls: a page still loading when the user moved on must not replace the newer one
 };
 
 // ---- API ------------------------------------------------------------------------------------------------------
