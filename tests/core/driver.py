@@ -88,7 +88,8 @@ class Driver:
             if r is None:
                 continue
             if r.preemption is not None:
-                out.append(r.preemption.kill_at)
+                # the engine wakes on a victim's exit: a kill due now (no grace) is seen a second later
+                out.append(max(r.preemption.kill_at, self.now + 1))
             if r.slice_end is not None and r.slice_end > self.now:
                 out.append(r.slice_end)
             dur = self.durations.get(j.id)
@@ -168,9 +169,7 @@ class Driver:
             )
             self.reservations.pop(s.job_id, None)
             self.log.append(Event(now, "start", s.job_id, s.rule))
-        self.reservations = {
-            r.job_id: Reservation(r.job_id, r.nodes, r.planned_start, r.kind, r.since) for r in d.reserves
-        }
+        self.reservations = {r.job_id: r.carried() for r in d.reserves}
 
     # -- reading -----------------------------------------------------------------------------------------------
     def running(self) -> set[str]:

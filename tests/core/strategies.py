@@ -505,9 +505,7 @@ class CheckedDriver(Driver):
             job = self.jobs.get(lp.job_id)
             if job is not None and job.run is not None:
                 self.jobs[lp.job_id] = replace(job, run=replace(job.run, slice_end=None))
-        self.reservations = {
-            r.job_id: Reservation(r.job_id, r.nodes, r.planned_start, r.kind, r.since) for r in d.reserves
-        }
+        self.reservations = {r.job_id: r.carried() for r in d.reserves}
 
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -82,3 +82,14 @@ def test_session_ends_with_its_length() -> None:
     w = world().running("s", "red", {"c1-h100-00": 2}, slice_end=2 * HOUR, kind=JobKind.SESSION)
     d = decide(w.snapshot(), 2 * HOUR)
     assert [(p.job_id, p.reason) for p in d.preempts] == [("s", PreemptReason.SESSION_END)]
+
+
+def test_headroom_refill_leaves_fast_leaving_work_alone() -> None:
+    """The headroom cannot be refilled (slice work holds 12 of the 16 GPUs); the fast-leaving job already counts as
+    headroom, so preempting it would free nothing sessions could not have anyway (it used to be preempted, started
+    again and preempted every cycle)."""
+    w = world(headroom=8)
+    w.running("slice", "blue", {"c1-h100-00": 8, "c1-h100-01": 4}, slice_end=HOUR)
+    w.running("quick", "red", {"c1-h100-01": 3}, contract=OPP, grace=10)
+    d = decide(w.snapshot(), 60)
+    assert d.preempts == ()

@@ -50,6 +50,8 @@ class Occupant:
     leaving: bool
     node: int
     """Index of the node slot it sits on."""
+    quick: bool = False
+    """Fast-leaving work (opportunistic, short grace, not leaving): its GPUs count as session headroom."""
 
 
 @dataclass(slots=True)
@@ -149,7 +151,9 @@ class Capacity:
                 for g in held:
                     slot.free.remove(g)
                 slot.occupants.append(
-                    Occupant(job, len(alloc.gpus), max(leave, now), not leaving and not run.in_slice(now), leaving, at)
+                    Occupant(
+                        job, len(alloc.gpus), max(leave, now), not leaving and not run.in_slice(now), leaving, at, quick
+                    )
                 )
                 if quick and slot.accepts:
                     c = slot.node.cluster

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from allotment.core.model import Allocation, Micro, ReservationKind, RunClass, Seconds
+from allotment.core.model import Allocation, Micro, Reservation, ReservationKind, RunClass, Seconds
 
 
 class PreemptReason(StrEnum):
@@ -85,6 +85,12 @@ class Reserve:
     kind: ReservationKind
     since: Seconds
     """When the reservation was first made (kept across cycles)."""
+    gave_way: tuple[str, ...] = ()
+    """Running jobs on its nodes that gave way to it when it was made (core.model.Reservation.gave_way)."""
+
+    def carried(self) -> Reservation:
+        """The reservation as the next cycle's snapshot holds it."""
+        return Reservation(self.job_id, self.nodes, self.planned_start, self.kind, self.since, self.gave_way)
 
 
 class Blocker(StrEnum):

@@ -29,7 +29,7 @@ from allotment.core.capacity import Occupant
 from allotment.core.decisions import Blocker, PreemptReason, Reserve
 from allotment.core.fairshare import credits_per_hour
 from allotment.core.funding import Terms, terms
-from allotment.core.model import ContractClass, Job, JobKind, ReservationKind, RunClass
+from allotment.core.model import ContractClass, Job, JobKind, ReservationKind, RunClass, Seconds
 from allotment.core.placement import Placement
 from allotment.core.preemption import (
     expired_yields_to_under_share,
@@ -37,7 +37,7 @@ from allotment.core.preemption import (
     session_takes,
     window_reclaims,
 )
-from allotment.core.reservations import claim, earliest_on_node, plan_start
+from allotment.core.reservations import Yields, claim, earliest_on_node, plan_start
 from allotment.core.running import due_victims, reservation_reserve
 from allotment.core.state import Carried, CycleState
 
@@ -68,17 +68,29 @@ def reserved_first(st: CycleState, carried: list[Carried]) -> None:
         if elsewhere is not None:  # it fits now somewhere else: no reason to wait for the plan
             start_free(st, job, t, elsewhere, "fair-share")
             continue
-        yields = st.yields_to(job)
-        planned = max((earliest_on_node(st.cap.nodes[i], g, st.now, yields) or st.now) for i, g in c.nodes)
-        claim(st.cap, job.id, c.nodes, planned, yields)
-        for idx, need in c.nodes:
-            for occ in due_victims(st, st.cap.nodes[idx], need, planned):
-                st.preempt(occ.job, PreemptReason.RESERVATION, job.id)
-        planned = max((earliest_on_node(st.cap.nodes[i], g, st.now, yields) or st.now) for i, g in c.nodes)
-        claim(st.cap, job.id, c.nodes, planned, yields)
+        planned = claim_and_call_due(st, job, c.nodes, c.yields)
         reservation_reserve(st, c, planned)
         if c.reservation.kind is ReservationKind.PLANNED:
             st.planned_budgets.add(job.budget)
+
+
+def claim_and_call_due(
+    st: CycleState, job: Job, nodes: tuple[tuple[int, int], ...], yields: Yields, planned: Seconds | None = None
+) -> Seconds:
+    """Claim a reservation's nodes (for `planned`, by default the earliest its nodes could hold it) and tell the
+    preemptible work there that is due to leave (its notice would end at the planned start or later) to go now, so
+    the GPUs are free when the plan starts; returns the planned start."""
+    if planned is None:
+        planned = max((earliest_on_node(st.cap.nodes[i], g, st.now, yields) or st.now) for i, g in nodes)
+    claim(st.cap, job.id, nodes, planned, yields)
+    due = [occ for idx, need in nodes for occ in due_victims(st, st.cap.nodes[idx], need, planned)]
+    if not due:
+        return planned
+    for occ in due:
+        st.preempt(occ.job, PreemptReason.RESERVATION, job.id)
+    planned = max(planned, *((earliest_on_node(st.cap.nodes[i], g, st.now, yields) or st.now) for i, g in nodes))
+    claim(st.cap, job.id, nodes, planned, yields)
+    return planned
 
 
 def sessions_first(st: CycleState) -> None:
@@ -259,9 +271,10 @@ def _consider(
         binds = _headroom_holds_all_free(st, job, t)
         plan = plan_start(job, t.pools, st.cap, st.topology, st.now, yields, binds, st.earliest_bounds)
         if plan is not None:
-            claim(st.cap, job.id, plan.nodes, plan.planned_start, yields)
+            planned = claim_and_call_due(st, job, plan.nodes, yields, plan.planned_start)
             names = tuple((st.cap.nodes[i].node.name, g) for i, g in plan.nodes)
-            st.reserves.append(Reserve(job.id, names, plan.planned_start, ReservationKind.PLANNED, st.now))
+            gave_way = tuple(sorted(o.job.id for i, _ in plan.nodes for o in st.cap.nodes[i].occupants if yields(o)))
+            st.reserves.append(Reserve(job.id, names, planned, ReservationKind.PLANNED, st.now, gave_way))
             st.reserved.add(job.id)
             return False
     st.blockers[job.id] = Blocker.CAPACITY
@@ -321,7 +334,10 @@ def headroom_refill(st: CycleState) -> None:
             for s in slots
             if s.claim is None
             for o in s.occupants
-            if o.preemptible and o.job.id not in st.preempted and session_takes(o, st.now) is not None
+            if o.preemptible
+            and not st.quick_occupant(o)  # already counted as headroom: taking it would free nothing new
+            and o.job.id not in st.preempted
+            and session_takes(o, st.now) is not None
         ]
         cands.sort(key=lambda so: (-len(so[0].free), so[1].gpus, _progress(st, so[1]), so[1].job.id))
         for _, occ in cands:

@@ -96,6 +96,28 @@ class Victims:
         return (self.gpus, self.lost)
 
 
+def fewest_victims(
+    eligible: list[tuple[Occupant, PreemptReason]], deficit: int, now: Seconds
+) -> list[tuple[Occupant, PreemptReason]]:
+    """The victims among `eligible` (which free at least `deficit` GPUs together) to take: one large enough if any
+    (the smallest, then the freshest), else the largest first, dropping any the others already cover."""
+    singles = sorted((o for o in eligible if o[0].gpus >= deficit), key=lambda o: _victim_key(o[0], now))
+    if singles:
+        return [singles[0]]
+    chosen: list[tuple[Occupant, PreemptReason]] = []
+    got = 0
+    for cand in sorted(eligible, key=lambda o: (-o[0].gpus, _progress(o[0], now), o[0].job.id)):
+        chosen.append(cand)
+        got += cand[0].gpus
+        if got >= deficit:
+            break
+    for cand in sorted(chosen, key=lambda o: -o[0].gpus):
+        if got - cand[0].gpus >= deficit:
+            chosen.remove(cand)
+            got -= cand[0].gpus
+    return chosen
+
+
 def victims_on_node(
     slot: NodeSlot, need: int, now: Seconds, test: VictimTest, grace: Callable[[Job], int]
 ) -> Victims | None:
@@ -118,24 +140,7 @@ def victims_on_node(
             eligible.append((occ, reason))
     if have + sum(o.gpus for o, _ in eligible) < need:
         return None
-    deficit = need - have
-    # one victim large enough, smallest and freshest first
-    singles = sorted((o for o in eligible if o[0].gpus >= deficit), key=lambda o: _victim_key(o[0], now))
-    if singles:
-        chosen = [singles[0]]
-    else:
-        chosen = []
-        got = 0
-        for cand in sorted(eligible, key=lambda o: (-o[0].gpus, _progress(o[0], now), o[0].job.id)):
-            chosen.append(cand)
-            got += cand[0].gpus
-            if got >= deficit:
-                break
-        # drop any victim the others already cover, largest first
-        for cand in sorted(chosen, key=lambda o: -o[0].gpus):
-            if got - cand[0].gpus >= deficit:
-                chosen.remove(cand)
-                got -= cand[0].gpus
+    chosen = fewest_victims(eligible, need - have, now)
     for occ, _ in chosen:
         ready = max(ready, now + grace(occ.job))
     return Victims(

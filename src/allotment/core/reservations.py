@@ -32,7 +32,8 @@ def earliest_on_node(
 ) -> Seconds | None:
     """The earliest time `need` GPUs of this node could be free for one job, or None if it never could. Only work
     that is already leaving or that `yields` to the job counts as leaving; the rest may renew in its way. With
-    `free_counts` False the GPUs free now are held as session headroom and only GPUs freed later count."""
+    `free_counts` False the cluster's session headroom binds: the GPUs free now and those of fast-leaving work
+    (which sessions take first) are held as headroom, and only GPUs freed later by other work count."""
     if slot.node.gpus < need:
         return None
     have = len(slot.free) if free_counts else 0
@@ -40,6 +41,8 @@ def earliest_on_node(
         return now
     for occ in slot.by_leave():
         if not occ.leaving and not yields(occ):
+            continue
+        if occ.quick and not free_counts:
             continue
         have += occ.gpus
         if have >= need:
@@ -130,14 +133,12 @@ def claim(
     planned_start: Seconds,
     yields: Yields = everyone_yields,
 ) -> None:
-    """Hold the nodes for a planned start. `spare` is what others may still hold past the start on each node."""
+    """Hold the nodes for a planned start. `spare` is what others may still hold past the start on each node: the
+    GPUs of work that does not give way, and of work that cannot be gone by then (slice work whose slice ends too
+    late, preemptible work whose notice would end too late)."""
     for idx, need in nodes:
         slot = capacity.nodes[idx]
-        held_past = sum(
-            o.gpus
-            for o in slot.occupants
-            if (not o.leaving and not yields(o)) or (not o.preemptible and o.leave > planned_start)
-        )
+        held_past = sum(o.gpus for o in slot.occupants if (not o.leaving and not yields(o)) or o.leave > planned_start)
         capacity.set_claim(idx, Claim(job_id, need, planned_start, max(0, slot.node.gpus - need - held_past), yields))
 
 

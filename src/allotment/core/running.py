@@ -24,13 +24,20 @@ from allotment.core.model import (
     Job,
     JobKind,
     NodeState,
+    Reservation,
     ReservationKind,
     RunClass,
     Seconds,
 )
 from allotment.core.placement import node_size, nodes_needed
-from allotment.core.preemption import reservation_claims, victims_on_node
-from allotment.core.reservations import claim, earliest_on_node, renewal_cannot_delay, use_spare_renewal
+from allotment.core.preemption import fewest_victims, reservation_claims
+from allotment.core.reservations import (
+    Yields,
+    claim,
+    earliest_on_node,
+    renewal_cannot_delay,
+    use_spare_renewal,
+)
 from allotment.core.state import Carried, CycleState
 from allotment.core.units import cost
 
@@ -176,15 +183,24 @@ def install_carried(st: CycleState) -> list[Carried]:
         if k != len(real) or any(s.node.gpus < need for s in real):
             continue
         nodes = tuple((s.idx, need) for s in real)
-        yields = st.yields_to(job, also=original.job_id if original.job_id != job.id else None)
+        yields = _remembering(st.yields_to(job, also=original.job_id if original.job_id != job.id else None), res)
         starts = [earliest_on_node(s, need, st.now, yields) for s in real]
         if any(t is None for t in starts):
             continue
         claim(st.cap, job.id, nodes, max(t for t in starts if t is not None), yields)
-        kept.append(Carried(res, job, pool, nodes))
+        kept.append(Carried(res, job, pool, nodes, yields))
         if res.kind is ReservationKind.PLANNED:
             st.planned_budgets.add(job.budget)
     return kept
+
+
+def _remembering(yields: Yields, res: Reservation) -> Yields:
+    """A carried plan's occupants give way to it if they do now or did when the plan was made (promise 8: the
+    standings may have moved since, but the planned start was promised on what was known then)."""
+    if not res.gave_way:
+        return yields
+    gave_way = frozenset(res.gave_way)
+    return lambda occ: occ.job.id in gave_way or yields(occ)
 
 
 def _budget_heads(st: CycleState) -> dict[str, str]:
@@ -211,24 +227,33 @@ def _may_hold_a_plan(st: CycleState, job: Job) -> bool:
 
 
 def due_victims(st: CycleState, slot: NodeSlot, need: int, planned: Seconds) -> list[Occupant]:
-    """Preemptible work on a reserved node that must be told to leave now so the node is ready by `planned`: the
-    fewest that free the GPUs, or, while in-slice work there still holds some, every preemptible occupant that gives
-    way — in either case only once its grace would end at `planned` or later."""
+    """Preemptible work on a reserved node that must be told to leave now so the node is ready by `planned`, counted
+    the way the planned start was (earliest_on_node): GPUs free now, work already leaving and slice work that gives
+    way and whose slice ends in time cover part of the need; of the preemptible work that gives way and could be
+    gone by `planned`, the fewest that cover the rest — each only once its grace would end at `planned` or later."""
     c = slot.claim
     yields = c.yields if c is not None else (lambda o: True)
-
-    def test(occ: Occupant) -> PreemptReason | None:
-        return reservation_claims(occ) if yields(occ) else None
-
-    ready = victims_on_node(slot, need, st.now, test, st.grace)
-    victims = list(ready.occupants) if ready is not None else [o for o in slot.occupants if o.preemptible and yields(o)]
+    have = len(slot.free)
+    eligible: list[tuple[Occupant, PreemptReason]] = []
+    for occ in slot.occupants:
+        if occ.leave > planned or not (occ.leaving or yields(occ)):
+            continue
+        reason = None if occ.leaving else reservation_claims(occ)
+        if reason is not None:
+            eligible.append((occ, reason))
+        else:
+            have += occ.gpus  # already leaving, or its slice ends in time and it gives way (it cannot renew here)
+    if have >= need:
+        return []
     # told to leave only once its notice would end at the planned start or later: earlier, the GPUs it frees would
     # idle until then, and the backfill rule would hand them straight back to opportunistic work (a start/preempt
     # loop every cycle)
-    return [o for o in victims if st.now + st.grace(o.job) >= planned]
+    chosen = fewest_victims(eligible, need - have, st.now)
+    return [o for o, _ in chosen if st.now + st.grace(o.job) >= planned]
 
 
 def reservation_reserve(st: CycleState, carried: Carried, planned: Seconds) -> None:
     nodes = tuple((st.cap.nodes[i].node.name, g) for i, g in carried.nodes)
-    st.reserves.append(Reserve(carried.job.id, nodes, planned, carried.reservation.kind, carried.reservation.since))
+    res = carried.reservation
+    st.reserves.append(Reserve(carried.job.id, nodes, planned, res.kind, res.since, res.gave_way))
     st.reserved.add(carried.job.id)

@@ -47,6 +47,8 @@ class Carried:
     job: Job
     pool: Pool
     nodes: tuple[tuple[int, int], ...]
+    yields: Callable[[Occupant], bool]
+    """Which occupants give way to it: those that do now, and those that did when it was made."""
 
 
 class CycleState:
@@ -265,7 +267,7 @@ class CycleState:
             allocs.append(Allocation(slot.node.name, self.cap.take(idx, gpus, quick)))
             # a job started in this cycle is not preempted in the same cycle; it leaves at its slice end at the earliest
             leave = (slice_end if slice_end is not None else self.now) + self.grace(job)
-            occ = Occupant(job, gpus, leave, preemptible=False, leaving=False, node=idx)
+            occ = Occupant(job, gpus, leave, preemptible=False, leaving=False, node=idx, quick=quick)
             self.cap.add_occupant(occ)
             self.occupants.setdefault(job.id, []).append(occ)
         held = placement.gpus
