@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from allotment.core.cycle import AllotmentPolicy
 from allotment.core.model import ContractClass, Job, JobKind, Reservation, ReservationKind
 from tests.core.builders import HOUR, World
@@ -139,26 +137,6 @@ def test_opportunistic_work_on_a_planned_node_leaves_in_time_not_at_once() -> No
     assert [e.job for e in drv.events("start")] == ["g"]  # the sweep was never restarted in between
 
 
-def test_a_plan_keeps_counting_on_work_that_gave_way_when_it_was_made() -> None:
-    """ "big" is the heavier budget when the gang's plan is made, so its slice on the node gives way to the plan. When
-    the standings move (here: big's usage decays, the gang's grows), the plan still counts on it: big's slice is not
-    renewed past the planned start and the gang starts then (the plan is a promise made on what was known)."""
-    w = World().cluster("c1", nodes=1).budget("org", alloc=2000)
-    w.budget("big", "org", usage=5000.0).budget("gang", "org")
-    w.running("r0", "big", {"c1-h100-00": 8}, started=0, slice_end=HOUR, slice_seconds=HOUR)
-    w.pending("g", "gang", gpus=8)
-    drv = Driver(w.snapshot(), durations={"r0": 10 * HOUR, "g": HOUR})
-    (plan,) = drv.step(60).reserves
-    assert plan.planned_start == HOUR + 60 and plan.gave_way == ("r0",)
-    drv.accounts["big"] = replace(drv.accounts["big"], usage=0.0)
-    drv.accounts["gang"] = replace(drv.accounts["gang"], usage=50000.0)
-    d = drv.step(120)
-    assert [(r.job_id, r.planned_start, r.gave_way) for r in d.reserves] == [("g", HOUR + 60, ("r0",))]
-    drv.run_until(HOUR + 120, every=300)
-    assert "r0" not in [e.job for e in drv.events("renew")]
-    assert drv.started_at("g") == HOUR + 60
-
-
 def test_a_plan_does_not_evict_long_notice_work_it_does_not_need() -> None:
     """The plan counts on a 2-GPU slice that ends at 600 s; the job beside it, running without a slice with 600 s of
     notice, is not needed and keeps running. At its slice end the slice work is not renewed but told to leave, and
@@ -168,7 +146,7 @@ def test_a_plan_does_not_evict_long_notice_work_it_does_not_need() -> None:
     w.running("r0", "big", {"c1-h100-00": 2}, started=0, slice_end=600, slice_seconds=600, grace=60)
     w.running("opp", "big", {"c1-h100-00": 6}, started=0, fallback_opportunistic=True, grace=600)
     w.pending("g", "gang", gpus=2)
-    w.reserve(Reservation("g", (("c1-h100-00", 2),), 660, ReservationKind.PLANNED, since=60, gave_way=("opp", "r0")))
+    w.reserve(Reservation("g", (("c1-h100-00", 2),), 660, ReservationKind.PLANNED, since=60))
     drv = Driver(w.snapshot(), durations={"r0": 10 * HOUR, "opp": 10 * HOUR, "g": HOUR})
     d = drv.step(120)
     assert [(r.job_id, r.planned_start) for r in d.reserves] == [("g", 660)] and not d.preempts

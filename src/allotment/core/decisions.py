@@ -85,12 +85,10 @@ class Reserve:
     kind: ReservationKind
     since: Seconds
     """When the reservation was first made (kept across cycles)."""
-    gave_way: tuple[str, ...] = ()
-    """Running jobs on its nodes that gave way to it when it was made (core.model.Reservation.gave_way)."""
 
     def carried(self) -> Reservation:
         """The reservation as the next cycle's snapshot holds it."""
-        return Reservation(self.job_id, self.nodes, self.planned_start, self.kind, self.since, self.gave_way)
+        return Reservation(self.job_id, self.nodes, self.planned_start, self.kind, self.since)
 
 
 class Blocker(StrEnum):

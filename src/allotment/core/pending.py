@@ -273,8 +273,7 @@ def _consider(
         if plan is not None:
             planned = claim_and_call_due(st, job, plan.nodes, yields, plan.planned_start)
             names = tuple((st.cap.nodes[i].node.name, g) for i, g in plan.nodes)
-            gave_way = tuple(sorted(o.job.id for i, _ in plan.nodes for o in st.cap.nodes[i].occupants if yields(o)))
-            st.reserves.append(Reserve(job.id, names, planned, ReservationKind.PLANNED, st.now, gave_way))
+            st.reserves.append(Reserve(job.id, names, planned, ReservationKind.PLANNED, st.now))
             st.reserved.add(job.id)
             return False
     st.blockers[job.id] = Blocker.CAPACITY

@@ -24,7 +24,6 @@ from allotment.core.model import (
     Job,
     JobKind,
     NodeState,
-    Reservation,
     ReservationKind,
     RunClass,
     Seconds,
@@ -32,7 +31,6 @@ from allotment.core.model import (
 from allotment.core.placement import node_size, nodes_needed
 from allotment.core.preemption import fewest_victims, reservation_claims
 from allotment.core.reservations import (
-    Yields,
     claim,
     earliest_on_node,
     renewal_cannot_delay,
@@ -183,7 +181,7 @@ def install_carried(st: CycleState) -> list[Carried]:
         if k != len(real) or any(s.node.gpus < need for s in real):
             continue
         nodes = tuple((s.idx, need) for s in real)
-        yields = _remembering(st.yields_to(job, also=original.job_id if original.job_id != job.id else None), res)
+        yields = st.yields_to(job, also=original.job_id if original.job_id != job.id else None)
         starts = [earliest_on_node(s, need, st.now, yields) for s in real]
         if any(t is None for t in starts):
             continue
@@ -192,15 +190,6 @@ def install_carried(st: CycleState) -> list[Carried]:
         if res.kind is ReservationKind.PLANNED:
             st.planned_budgets.add(job.budget)
     return kept
-
-
-def _remembering(yields: Yields, res: Reservation) -> Yields:
-    """A carried plan's occupants give way to it if they do now or did when the plan was made (promise 8: the
-    standings may have moved since, but the planned start was promised on what was known then)."""
-    if not res.gave_way:
-        return yields
-    gave_way = frozenset(res.gave_way)
-    return lambda occ: occ.job.id in gave_way or yields(occ)
 
 
 def _budget_heads(st: CycleState) -> dict[str, str]:
@@ -255,5 +244,5 @@ def due_victims(st: CycleState, slot: NodeSlot, need: int, planned: Seconds) -> 
 def reservation_reserve(st: CycleState, carried: Carried, planned: Seconds) -> None:
     nodes = tuple((st.cap.nodes[i].node.name, g) for i, g in carried.nodes)
     res = carried.reservation
-    st.reserves.append(Reserve(carried.job.id, nodes, planned, res.kind, res.since, res.gave_way))
+    st.reserves.append(Reserve(carried.job.id, nodes, planned, res.kind, res.since))
     st.reserved.add(carried.job.id)

@@ -258,22 +258,14 @@ def load_snapshot(
         )
     )
     reservations = tuple(
-        Reservation(
-            job_id,
-            tuple((str(n), int(g)) for n, g in nodes_),
-            planned,
-            ReservationKind(kind),
-            since,
-            tuple(str(j) for j in gave_way or ()),
-        )
-        for job_id, nodes_, planned, kind, since, gave_way in session.execute(
+        Reservation(job_id, tuple((str(n), int(g)) for n, g in nodes_), planned, ReservationKind(kind), since)
+        for job_id, nodes_, planned, kind, since in session.execute(
             select(
                 ReservationRow.job_id,
                 ReservationRow.nodes,
                 ReservationRow.planned_start,
                 ReservationRow.kind,
                 ReservationRow.since,
-                ReservationRow.gave_way,
             )
         )
     )
