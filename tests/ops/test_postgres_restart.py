@@ -44,6 +44,8 @@ def test_server_reconnects_after_a_postgres_restart_and_loses_no_accepted_submis
                     elif response.status_code == 503:
                         refused["503"] += 1
                         time.sleep(0.05)
+                    elif response.status_code == 429:  # the per-token rate limit: wait as told, same key
+                        time.sleep(float(response.headers.get("Retry-After", "1")))
                     else:
                         raise AssertionError(response.text)
 
