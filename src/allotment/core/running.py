@@ -30,12 +30,7 @@ from allotment.core.model import (
 )
 from allotment.core.placement import node_size, nodes_needed
 from allotment.core.preemption import fewest_victims, reservation_claims
-from allotment.core.reservations import (
-    claim,
-    earliest_on_node,
-    renewal_cannot_delay,
-    use_spare_renewal,
-)
+from allotment.core.reservations import claim, earliest_on_node, renewal_cannot_delay, use_spare_renewal
 from allotment.core.state import Carried, CycleState
 from allotment.core.units import cost
 
@@ -243,6 +238,5 @@ def due_victims(st: CycleState, slot: NodeSlot, need: int, planned: Seconds) -> 
 
 def reservation_reserve(st: CycleState, carried: Carried, planned: Seconds) -> None:
     nodes = tuple((st.cap.nodes[i].node.name, g) for i, g in carried.nodes)
-    res = carried.reservation
-    st.reserves.append(Reserve(carried.job.id, nodes, planned, res.kind, res.since))
+    st.reserves.append(Reserve(carried.job.id, nodes, planned, carried.reservation.kind, carried.reservation.since))
     st.reserved.add(carried.job.id)

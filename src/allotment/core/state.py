@@ -48,7 +48,7 @@ class Carried:
     pool: Pool
     nodes: tuple[tuple[int, int], ...]
     yields: Callable[[Occupant], bool]
-    """Which occupants give way to it: those that do now, and those that did when it was made."""
+    """Which occupants give way to it (CycleState.yields_to for its job, as judged when it was carried)."""
 
 
 class CycleState:
