@@ -250,12 +250,26 @@ def write_reasons(
     now: Seconds,
     cache: dict[str, tuple[object, ...]],
 ) -> int:
-    """Upsert the reasons that changed since the last cycle (`cache` holds what was last written)."""
+    """Upsert the reasons that changed since the last cycle (`cache` holds what was last written).
+
+    decide() hands one WaitReason object to every job of one shape and blocker, so the values are built once per
+    object and shared in the cache, and each (last written, new) pair of shared values is compared once."""
     stmt = dialect_insert(session)(PendingReasonRow)
     changed: list[dict[str, object]] = []
+    values_of: dict[int, tuple[object, ...]] = {}
+    verdicts: dict[tuple[int, int], bool] = {}
+    compared: list[tuple[object, ...] | None] = []
     for job_id, reason in pending.items():
-        values = reason_values(reason)
-        if not _same_reason(cache.get(job_id), values):
+        values = values_of.get(id(reason))
+        if values is None:
+            values = values_of[id(reason)] = reason_values(reason)
+        old = cache.get(job_id)
+        pair = (id(old), id(values))
+        same = verdicts.get(pair)
+        if same is None:
+            same = verdicts[pair] = _same_reason(old, values)
+            compared.append(old)  # kept alive, so that its id names it until the loop ends
+        if not same:
             cache[job_id] = values
             changed.append(
                 {
