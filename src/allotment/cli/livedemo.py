@@ -3,8 +3,8 @@
 Owns: starting the server in this process (SQLite in a fresh data directory, the local executor running every job as
 a process on this host over a virtual fleet, the engine cycling every second, the API with open login on a free
 localhost port), the scripted workload submitted through the SDK as the example organisation's users (training jobs
-that print progress and checkpoint on SIGTERM, an opportunistic sweep, a session into the full cluster, then a
-two-node gang), the narration around it, the exploration hints, and an orderly stop that leaves no process behind.
+that print progress and checkpoint on SIGTERM, an opportunistic sweep, a two-node gang, then a session into the
+full cluster), the narration around it, the exploration hints, and an orderly stop that leaves no process behind.
 
 Must not: decide anything (the engine does) or read the database: what it shows comes from the API (see
 `demowatch`), as any client would see it.
@@ -114,19 +114,8 @@ def script(w: Watcher, users: dict[str, Client], data_dir: Path) -> Outcome:
     first = [ids[n] for n in ("pretrain-a", "pretrain-b", "pretrain-c", "finetune-sweep")]
     check(w.until(lambda: all(w.state(j) == "running" for j in first), 30, "the first jobs to start"))
 
-    w.stage = "2/6 a session into a full cluster"
-    w.say("eli asks for an interactive 8-GPU session on segmentation, with every GPU busy:")
-    asked = time.monotonic()
-    session = users["eli"].request_session("segmentation", gpus=8, length="10m", name="eli-notebook").job.id
-    ids["eli-notebook"] = session
-    check(w.until(lambda: w.state(session) == "running", 30, "the session to start"))
-    if w.state(session) == "running":
-        result.session_wait = time.monotonic() - asked
-        w.say(f"the session was ready {result.session_wait:.1f}s after eli asked; attach with: "
-              f"allot attach {session} --data-dir {data_dir}", "cyan")  # fmt: skip
-
-    w.stage = "3/6 a gang waits"
-    w.say("dana submits a 2-node gang (2 × 8 GPUs) to detection. The cluster is full; pretrain's slices protect it:")
+    w.stage = "2/6 a gang waits"
+    w.say("dana submits a 2-node gang (2 × 8 GPUs) to detection. The cluster is full and pretrain's slices protect it:")
     gang = submit("dana", _batch("detect-gang", "detection", replicas=2))
 
     def explained() -> bool:
@@ -136,6 +125,17 @@ def script(w: Watcher, users: dict[str, Client], data_dir: Path) -> Outcome:
     if w.state(gang) == "pending":
         why = users["dana"].why(gang)
         w.say(f"allot why detect-gang → {why.message}; estimated start {render.clock(why.estimated_start)}", "cyan")
+
+    w.stage = "3/6 a session into a full cluster"
+    w.say("eli asks for an interactive 8-GPU session on segmentation, with every GPU busy and the gang's plan made:")
+    asked = time.monotonic()
+    session = users["eli"].request_session("segmentation", gpus=8, length="10m", name="eli-notebook").job.id
+    ids["eli-notebook"] = session
+    check(w.until(lambda: w.state(session) == "running", 30, "the session to start"))
+    if w.state(session) == "running":
+        result.session_wait = time.monotonic() - asked
+        w.say(f"the session was ready {result.session_wait:.1f}s after eli asked; attach with: "
+              f"allot attach {session} --data-dir {data_dir}", "cyan")  # fmt: skip
 
     w.stage = "4/6 waiting for pretrain's slices to end"
     ends = [d.runs[-1].slice_end for j in first[:3] if (d := w.details.get(j)) and d.runs and d.runs[-1].slice_end]
