@@ -28,10 +28,11 @@ from allotment.engine.setup import seed
 from allotment.ledger.entries import EntryKind
 from allotment.service.context import Context
 from allotment.service.tokens import issue
+from allotment.store.accounts import balances, summed_balances
 from allotment.store.db import make_engine, reading, session_factory
 from allotment.store.migrate import upgrade
 from allotment.store.records import get_state, set_state
-from allotment.store.tables import IntentRow, JobEventRow, JobRow, LedgerEntryRow, RunRow
+from allotment.store.tables import IntentRow, JobEventRow, JobRow, LedgerEntryRow, PeriodRow, RunRow
 from tests.databases import postgres_engine
 from tests.engine.rig import ROOT, SMALL, T0
 from tests.ops.servers import free_port
@@ -196,6 +197,9 @@ def _check(db: Engine, accepted: dict[str, str]) -> None:
             )
         ):
             charges[run_id] -= amount
+        periods = list(s.scalars(select(PeriodRow.id)))
+        kept = {p: balances(s, p) for p in periods}
+        summed = {p: summed_balances(s, p) for p in periods}
         launches = s.execute(
             select(IntentRow.job_id, IntentRow.attempt, func.count())
             .where(IntentRow.kind == "launch")
@@ -239,6 +243,8 @@ def _check(db: Engine, accepted: dict[str, str]) -> None:
             else:
                 expected = cost(1, r.rate_micro, r.price, r.ended_at - r.started_at)
             assert charges[r.id] == expected, (job_id, r.attempt)
+    # the running balances moved with exactly the entries that were committed, however the server was killed
+    assert kept == summed
     # every history is a consistent chain from submission to completion, one start per run
     for job_id, evs in events.items():
         assert evs[0].from_state is None and evs[0].to_state == "pending"

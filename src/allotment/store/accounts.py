@@ -2,7 +2,10 @@
 
 Owns: post() (idempotent by key, safe under concurrency: INSERT … ON CONFLICT DO NOTHING on both databases),
 the periods table (which period an entry belongs to, opening a period with its allocations and carry-overs,
-closing the one before), and balances per budget and period, per leaf and rolled up the budget tree.
+closing the one before), and balances per budget and period, per leaf and rolled up the budget tree. Balances are
+kept in budget_balances, moved by every new entry in the entry's own transaction: the amounts are gathered per
+transaction and added just before it commits, in (period, budget) order, so two transactions never lock two
+balances in opposite orders; a read of balances in the same transaction adds them first.
 
 Must not: compute charges, refunds or period boundaries itself (allotment.ledger does), or update or delete a
 ledger entry: the ledger is append-only.
@@ -12,13 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from allotment.core.model import Budget, Micro, Seconds
 from allotment.ledger import Entry, Period, PeriodSpec, Rollover, leaves, opening_entries, period_at, rollup
-from allotment.store.tables import BudgetRow, LedgerEntryRow, PeriodRow
+from allotment.store.tables import BudgetBalanceRow, BudgetRow, LedgerEntryRow, PeriodRow
 
 NO_CARRY = Rollover()
 
@@ -47,6 +50,9 @@ def post(session: Session, entry: Entry) -> bool:
     Two transactions posting the same key at once record it once: on PostgreSQL the second waits on the unique
     index and then does nothing; on SQLite writers are serialised. Posting into a closed period raises
     ClosedPeriodError (a retry of an entry already there returns False)."""
+    if session.in_nested_transaction():
+        # the balance moves are gathered per transaction: a savepoint rolled back would leave them counted
+        raise ValueError(f"post({entry.key}) inside a savepoint: post ledger entries in the outer transaction")
     period = session.scalars(
         select(PeriodRow)
         .where(PeriodRow.id == entry.period_id)
@@ -76,7 +82,42 @@ def post(session: Session, entry: Entry) -> bool:
         .on_conflict_do_nothing(index_elements=["idempotency_key"])
         .returning(LedgerEntryRow.id)
     )
-    return session.execute(stmt).first() is not None
+    if session.execute(stmt).first() is None:
+        return False
+    moves: dict[tuple[str, str], Micro] = session.info.setdefault(_MOVES, {})
+    key = (entry.period_id, entry.budget)
+    moves[key] = moves.get(key, 0) + entry.amount
+    return True
+
+
+_MOVES = "allotment.balance_moves"
+"""session.info key: what this transaction's new entries add to each (period, budget) balance, not yet written."""
+
+
+def write_balance_moves(session: Session) -> None:
+    """Add this transaction's new entries to budget_balances, in (period, budget) order."""
+    moves: dict[tuple[str, str], Micro] | None = session.info.pop(_MOVES, None)
+    if not moves:
+        return
+    insert = dialect_insert(session)(BudgetBalanceRow)
+    for (period_id, budget), amount in sorted(moves.items()):
+        stmt = insert.values(period_id=period_id, budget=budget, balance_micro=amount)
+        session.execute(
+            stmt.on_conflict_do_update(
+                index_elements=["period_id", "budget"],
+                set_={"balance_micro": BudgetBalanceRow.balance_micro + stmt.excluded.balance_micro},
+            )
+        )
+
+
+@event.listens_for(Session, "before_commit")
+def _before_commit(session: Session) -> None:
+    write_balance_moves(session)
+
+
+@event.listens_for(Session, "after_rollback")
+def _after_rollback(session: Session) -> None:
+    session.info.pop(_MOVES, None)  # the entries were rolled back with the transaction
 
 
 def post_all(session: Session, entries: Iterable[Entry]) -> int:
@@ -115,8 +156,17 @@ def budget_tree(session: Session) -> list[Budget]:
 
 
 def balances(session: Session, period_id: str) -> dict[str, Micro]:
-    """Each budget's own balance in the period (the sum of its entries); budgets without entries are
-    absent."""
+    """Each budget's own balance in the period (the sum of its entries, read from budget_balances); budgets
+    without entries are absent."""
+    write_balance_moves(session)
+    rows = session.execute(
+        select(BudgetBalanceRow.budget, BudgetBalanceRow.balance_micro).where(BudgetBalanceRow.period_id == period_id)
+    )
+    return {budget: int(total) for budget, total in rows}
+
+
+def summed_balances(session: Session, period_id: str) -> dict[str, Micro]:
+    """balances() summed from the ledger entries themselves (for checks: it reads every entry of the period)."""
     rows = session.execute(
         select(LedgerEntryRow.budget, func.sum(LedgerEntryRow.amount_micro))
         .where(LedgerEntryRow.period_id == period_id)

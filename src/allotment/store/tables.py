@@ -210,6 +210,16 @@ class LedgerEntryRow(Base):
     memo: Mapped[str] = mapped_column(Text)
 
 
+class BudgetBalanceRow(Base):
+    """Each budget's balance in a period: the sum of its ledger entries there, kept by accounts.post() in the same
+    transaction as the entries (so a cycle reads one row per budget, not every entry of the period)."""
+
+    __tablename__ = "budget_balances"
+    period_id: Mapped[Name] = mapped_column(ForeignKey("periods.id"), primary_key=True)
+    budget: Mapped[Name] = mapped_column(ForeignKey("budgets.name"), primary_key=True)
+    balance_micro: Mapped[Money]
+
+
 class BudgetUsageRow(Base):
     __tablename__ = "budget_usage"
     budget: Mapped[Name] = mapped_column(ForeignKey("budgets.name"), primary_key=True)
