@@ -28,7 +28,7 @@ from allotment.engine.setup import seed
 from allotment.ledger.entries import EntryKind
 from allotment.service.context import Context
 from allotment.service.tokens import issue
-from allotment.store.accounts import balances, summed_balances
+from allotment.store.accounts import balances, spending, summed_balances, summed_spending
 from allotment.store.db import make_engine, reading, session_factory
 from allotment.store.migrate import upgrade
 from allotment.store.records import get_state, set_state
@@ -198,8 +198,8 @@ def _check(db: Engine, accepted: dict[str, str]) -> None:
         ):
             charges[run_id] -= amount
         periods = list(s.scalars(select(PeriodRow.id)))
-        kept = {p: balances(s, p) for p in periods}
-        summed = {p: summed_balances(s, p) for p in periods}
+        kept = {p: (balances(s, p), spending(s, p)) for p in periods}
+        summed = {p: (summed_balances(s, p), summed_spending(s, p)) for p in periods}
         launches = s.execute(
             select(IntentRow.job_id, IntentRow.attempt, func.count())
             .where(IntentRow.kind == "launch")

@@ -15,7 +15,14 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from allotment.ledger import Entry, EntryKind, Rollover, adjust_key
 from allotment.ledger.periods import WEEK
-from allotment.store.accounts import balances, open_period, post, summed_balances
+from allotment.store.accounts import (
+    balances,
+    open_period,
+    post,
+    spending,
+    summed_balances,
+    summed_spending,
+)
 from allotment.store.migrate import downgrade, upgrade
 from allotment.store.tables import LedgerEntryRow
 
@@ -26,22 +33,45 @@ LEAVES = ("detect", "segment", "chat")
 _batches = itertools.count()
 
 
-def _entry(budget: str, amount: int, key: str, period_id: str) -> Entry:
-    return Entry(budget, EntryKind.ADJUSTMENT, amount, T0 + 1, adjust_key(budget, key), period_id)
+def _entry(budget: str, amount: int, key: str, period_id: str, kind: EntryKind = EntryKind.ADJUSTMENT) -> Entry:
+    return Entry(budget, kind, amount, T0 + 1, f"{kind.value}:{adjust_key(budget, key)}", period_id)
 
 
-def _both(session: Session, period_ids: list[str]) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
-    return {p: balances(session, p) for p in period_ids}, {p: summed_balances(session, p) for p in period_ids}
+def _signed(amount: int, kind: EntryKind) -> int:
+    """Charges take from a balance, refunds add to it, adjustments may do either."""
+    return {EntryKind.CHARGE: -abs(amount), EntryKind.REFUND: abs(amount)}.get(kind, amount)
 
 
-post_op = st.tuples(st.sampled_from(LEAVES), st.integers(-5 * H100, 5 * H100), st.integers(0, 7))
+Sums = dict[str, dict[str, tuple[int, int]]]
+
+
+def _both(session: Session, period_ids: list[str]) -> tuple[Sums, Sums]:
+    """(kept, summed): per period, each budget's (balance, spending), from budget_balances and from the entries."""
+
+    def pair(balance: dict[str, int], spent: dict[str, int]) -> dict[str, tuple[int, int]]:
+        return {b: (balance[b], spent.get(b, 0)) for b in balance}
+
+    kept = {p: pair(balances(session, p), spending(session, p)) for p in period_ids}
+    summed = {p: pair(summed_balances(session, p), summed_spending(session, p)) for p in period_ids}
+    return kept, summed
+
+
+post_op = st.tuples(
+    st.sampled_from(LEAVES),
+    st.integers(-5 * H100, 5 * H100),
+    st.integers(0, 7),
+    st.sampled_from([EntryKind.ADJUSTMENT, EntryKind.CHARGE, EntryKind.REFUND]),
+)
 transactions = st.lists(st.tuples(st.lists(post_op, min_size=1, max_size=6), st.booleans()), min_size=1, max_size=8)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(txs=transactions, carry=st.booleans())
 def test_kept_balances_equal_the_committed_entries(
-    engine: Engine, sessions: sessionmaker[Session], txs: list[tuple[list[tuple[str, int, int]], bool]], carry: bool
+    engine: Engine,
+    sessions: sessionmaker[Session],
+    txs: list[tuple[list[tuple[str, int, int, EntryKind]], bool]],
+    carry: bool,
 ) -> None:
     """Transactions of posts (keys drawn from a few, so many are retries), each committed or rolled back; then,
     half the time, the next period opens with carry-over (it reads the closing balances)."""
@@ -53,8 +83,17 @@ def test_kept_balances_equal_the_committed_entries(
             s.commit()
         for ops, commit in txs:
             with sessions() as s:
-                for budget, amount, key in ops:
-                    post(s, _entry(budget, amount, f"b{batch}-k{key}", first))
+                for budget, amount, key, kind in ops:
+                    post(
+                        s,
+                        _entry(
+                            budget,
+                            _signed(amount, kind),
+                            f"b{batch}-k{key}",
+                            first,
+                            kind,
+                        ),
+                    )
                 if commit:
                     s.commit()
                 else:
@@ -120,8 +159,8 @@ def test_posting_in_opposite_budget_orders_at_once_neither_deadlocks_nor_loses(
     session.expire_all()
     kept, summed = _both(session, [period])
     assert kept == summed
-    assert kept[period]["detect"] == (3_000 - 2 * rounds) * H100
-    assert kept[period]["chat"] == (4_000 - 2 * rounds) * H100
+    assert kept[period]["detect"] == ((3_000 - 2 * rounds) * H100, 0)
+    assert kept[period]["chat"] == ((4_000 - 2 * rounds) * H100, 0)
 
 
 def test_a_savepoint_may_not_post(session: Session) -> None:
@@ -145,7 +184,7 @@ def test_the_migration_fills_balances_from_the_ledger_already_there(engine: Engi
                     {
                         "period_id": period,
                         "budget": LEAVES[i % 3],
-                        "kind": EntryKind.ADJUSTMENT.value,
+                        "kind": (EntryKind.CHARGE if i % 2 else EntryKind.ADJUSTMENT).value,
                         "amount_micro": -(i + 1) * 1000,
                         "at": T0 + i,
                         "job_id": None,
@@ -161,4 +200,7 @@ def test_the_migration_fills_balances_from_the_ledger_already_there(engine: Engi
     session.expire_all()
     kept, summed = _both(session, [period])
     assert kept == summed
-    assert kept[period]["detect"] == 3_000 * H100 - sum((i + 1) * 1000 for i in range(0, 30, 3))
+    assert kept[period]["detect"] == (
+        3_000 * H100 - sum((i + 1) * 1000 for i in range(0, 30, 3)),
+        sum((i + 1) * 1000 for i in range(0, 30, 3) if i % 2),
+    )

@@ -25,13 +25,13 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from allotment.core.model import Seconds
-from allotment.ledger.entries import EntryKind
 from allotment.ops.state import PROCESS
 from allotment.ports.executor import ExecutorEvent
 from allotment.ports.store import CycleReport, Decide, Intent, SchedulingStore
+from allotment.store.accounts import spending
 from allotment.store.db import reading
 from allotment.store.records import get_state
-from allotment.store.tables import JobRow, LedgerEntryRow, NodeRow, RunRow
+from allotment.store.tables import JobRow, NodeRow, RunRow
 
 MICRO = 1_000_000
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -82,7 +82,9 @@ class DatabaseCollector(Collector):
         gpus = GaugeMetricFamily("allotment_gpus_in_use", "GPUs held by running jobs", labels=["budget", "run_class"])
         nodes = GaugeMetricFamily("allotment_nodes", "Nodes by state (draining: drains)", labels=["state"])
         spent = GaugeMetricFamily(
-            "allotment_budget_spent_credits", "Credits charged in the current period", labels=["budget"]
+            "allotment_budget_spent_credits",
+            "Credits spent in the current period (charges less refunds)",
+            labels=["budget"],
         )
         age = GaugeMetricFamily("allotment_last_cycle_age_seconds", "Engine seconds since the last cycle")
         with reading(self.sessions) as s:
@@ -104,12 +106,8 @@ class DatabaseCollector(Collector):
                 gpus.add_metric([budget, run_class], n)
             for state, n in s.execute(select(NodeRow.state, func.count()).group_by(NodeRow.state)):
                 nodes.add_metric([state], n)
-            for budget, amount in s.execute(
-                select(LedgerEntryRow.budget, func.sum(LedgerEntryRow.amount_micro))
-                .where(LedgerEntryRow.kind == EntryKind.CHARGE.value, LedgerEntryRow.period_id == self.period())
-                .group_by(LedgerEntryRow.budget)
-            ):
-                spent.add_metric([budget], -int(amount or 0) / MICRO)
+            for budget, amount in sorted(spending(s, self.period()).items()):
+                spent.add_metric([budget], amount / MICRO)
             last = get_state(s, "last_cycle")
         if last is not None:
             age.add_metric([], max(0, self.now() - int(last)))

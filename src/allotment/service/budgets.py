@@ -9,20 +9,20 @@ Must not: change budgets (service.plans does, through a budget plan).
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from allotment.core.model import Seconds
-from allotment.ledger import INFRASTRUCTURE, EntryKind, rollup
+from allotment.ledger import INFRASTRUCTURE, rollup
 from allotment.ledger.tree import ancestors
 from allotment.service.context import Context
 from allotment.service.errors import Invalid, NotFound
 from allotment.service.principal import Principal
 from allotment.service.views import BudgetDetail, BudgetNode, BudgetTree, BurnView, MemberView, WindowView
-from allotment.store.accounts import balances
+from allotment.store.accounts import balances, spending
 from allotment.store.db import reading
 from allotment.store.metering import budget_burn
-from allotment.store.tables import BudgetRow, LedgerEntryRow, MembershipRow, PeriodRow, WindowRow
+from allotment.store.tables import BudgetRow, MembershipRow, PeriodRow, WindowRow
 
 DEFAULT_BURN_WINDOW: Seconds = 24 * 3600
 
@@ -31,17 +31,7 @@ def _nodes(session: Session, ctx: Context) -> tuple[str, list[BudgetNode]]:
     period = ctx.period()
     rows = {r.name: r for r in session.scalars(select(BudgetRow))}
     parents = {name: r.parent for name, r in rows.items()}
-    spent = dict(
-        session.execute(
-            select(LedgerEntryRow.budget, func.sum(LedgerEntryRow.amount_micro))
-            .where(
-                LedgerEntryRow.period_id == period.id,
-                LedgerEntryRow.kind.in_([EntryKind.CHARGE.value, EntryKind.REFUND.value]),
-            )
-            .group_by(LedgerEntryRow.budget)
-        ).all()
-    )
-    used = rollup({b: -int(v) for b, v in spent.items()}, parents)
+    used = rollup(spending(session, period.id), parents)
     has_children = {p for p in parents.values() if p is not None}
     if session.get(PeriodRow, period.id) is not None:
         remaining = rollup(balances(session, period.id), parents)

@@ -20,7 +20,17 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from allotment.core.model import Budget, Micro, Seconds
-from allotment.ledger import Entry, Period, PeriodSpec, Rollover, leaves, opening_entries, period_at, rollup
+from allotment.ledger import (
+    Entry,
+    EntryKind,
+    Period,
+    PeriodSpec,
+    Rollover,
+    leaves,
+    opening_entries,
+    period_at,
+    rollup,
+)
 from allotment.store.tables import BudgetBalanceRow, BudgetRow, LedgerEntryRow, PeriodRow
 
 NO_CARRY = Rollover()
@@ -84,28 +94,36 @@ def post(session: Session, entry: Entry) -> bool:
     )
     if session.execute(stmt).first() is None:
         return False
-    moves: dict[tuple[str, str], Micro] = session.info.setdefault(_MOVES, {})
+    moves: dict[tuple[str, str], tuple[Micro, Micro]] = session.info.setdefault(_MOVES, {})
     key = (entry.period_id, entry.budget)
-    moves[key] = moves.get(key, 0) + entry.amount
+    balance, spent = moves.get(key, (0, 0))
+    moves[key] = (balance + entry.amount, spent - entry.amount if entry.kind in SPENDING else spent)
     return True
 
 
 _MOVES = "allotment.balance_moves"
-"""session.info key: what this transaction's new entries add to each (period, budget) balance, not yet written."""
+"""session.info key: what this transaction's new entries add to each (period, budget) balance and spending, not
+yet written."""
+
+SPENDING = frozenset({EntryKind.CHARGE, EntryKind.REFUND})
+"""The kinds of entry that count as spending (charges less refunds)."""
 
 
 def write_balance_moves(session: Session) -> None:
     """Add this transaction's new entries to budget_balances, in (period, budget) order."""
-    moves: dict[tuple[str, str], Micro] | None = session.info.pop(_MOVES, None)
+    moves: dict[tuple[str, str], tuple[Micro, Micro]] | None = session.info.pop(_MOVES, None)
     if not moves:
         return
     insert = dialect_insert(session)(BudgetBalanceRow)
-    for (period_id, budget), amount in sorted(moves.items()):
-        stmt = insert.values(period_id=period_id, budget=budget, balance_micro=amount)
+    for (period_id, budget), (amount, spent) in sorted(moves.items()):
+        stmt = insert.values(period_id=period_id, budget=budget, balance_micro=amount, spent_micro=spent)
         session.execute(
             stmt.on_conflict_do_update(
                 index_elements=["period_id", "budget"],
-                set_={"balance_micro": BudgetBalanceRow.balance_micro + stmt.excluded.balance_micro},
+                set_={
+                    "balance_micro": BudgetBalanceRow.balance_micro + stmt.excluded.balance_micro,
+                    "spent_micro": BudgetBalanceRow.spent_micro + stmt.excluded.spent_micro,
+                },
             )
         )
 
@@ -163,6 +181,26 @@ def balances(session: Session, period_id: str) -> dict[str, Micro]:
         select(BudgetBalanceRow.budget, BudgetBalanceRow.balance_micro).where(BudgetBalanceRow.period_id == period_id)
     )
     return {budget: int(total) for budget, total in rows}
+
+
+def spending(session: Session, period_id: str) -> dict[str, Micro]:
+    """Each budget's own spending in the period (charges less refunds, as a positive amount, read from
+    budget_balances); budgets without entries are absent."""
+    write_balance_moves(session)
+    rows = session.execute(
+        select(BudgetBalanceRow.budget, BudgetBalanceRow.spent_micro).where(BudgetBalanceRow.period_id == period_id)
+    )
+    return {budget: int(total) for budget, total in rows}
+
+
+def summed_spending(session: Session, period_id: str) -> dict[str, Micro]:
+    """spending() summed from the ledger entries themselves (for checks: it reads every entry of the period)."""
+    rows = session.execute(
+        select(LedgerEntryRow.budget, func.sum(LedgerEntryRow.amount_micro))
+        .where(LedgerEntryRow.period_id == period_id, LedgerEntryRow.kind.in_([k.value for k in SPENDING]))
+        .group_by(LedgerEntryRow.budget)
+    )
+    return {budget: -int(total) for budget, total in rows}
 
 
 def summed_balances(session: Session, period_id: str) -> dict[str, Micro]:

@@ -218,6 +218,8 @@ class BudgetBalanceRow(Base):
     period_id: Mapped[Name] = mapped_column(ForeignKey("periods.id"), primary_key=True)
     budget: Mapped[Name] = mapped_column(ForeignKey("budgets.name"), primary_key=True)
     balance_micro: Mapped[Money]
+    spent_micro: Mapped[Money]
+    """What charges and refunds took from it: the negated sum of its charge and refund entries."""
 
 
 class BudgetUsageRow(Base):

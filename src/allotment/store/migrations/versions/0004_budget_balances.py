@@ -4,10 +4,10 @@ Revision ID: 0004
 Revises: 0003
 Create Date: 2026-11-30
 
-Owns: the table budget_balances matching allotment.store.tables.BudgetBalanceRow (each budget's balance in each
-period), filled from the ledger entries already there. Every cycle read each budget's balance by summing all of
-the period's ledger entries: about 1 µs per entry on SQLite, so a cycle slowed by a second per million entries
-(≈ a week of 5-minute charges at Ai2 scale). accounts.post() now moves the balance with each new entry.
+Owns: the table budget_balances matching allotment.store.tables.BudgetBalanceRow (each budget's balance and
+spending in each period), filled from the ledger entries already there. Every cycle read each budget's balance by
+summing all of the period's ledger entries: about 1 µs per entry on SQLite, so a cycle slowed by a second per
+million entries (≈ a week of 5-minute charges at Ai2 scale). accounts.post() now moves both sums with each entry.
 Must not: be edited once released; later schema changes get their own revisions.
 """
 
@@ -30,13 +30,16 @@ def upgrade() -> None:
         sa.Column("period_id", sa.String(length=200), nullable=False),
         sa.Column("budget", sa.String(length=200), nullable=False),
         sa.Column("balance_micro", sa.BigInteger(), nullable=False),
+        sa.Column("spent_micro", sa.BigInteger(), nullable=False),
         sa.ForeignKeyConstraint(["budget"], ["budgets.name"], name=op.f("fk_budget_balances_budget_budgets")),
         sa.ForeignKeyConstraint(["period_id"], ["periods.id"], name=op.f("fk_budget_balances_period_id_periods")),
         sa.PrimaryKeyConstraint("period_id", "budget", name=op.f("pk_budget_balances")),
     )
     op.execute(
-        "INSERT INTO budget_balances (period_id, budget, balance_micro) "
-        "SELECT period_id, budget, SUM(amount_micro) FROM ledger_entries GROUP BY period_id, budget"
+        "INSERT INTO budget_balances (period_id, budget, balance_micro, spent_micro) "
+        "SELECT period_id, budget, SUM(amount_micro), "
+        "-SUM(CASE WHEN kind IN ('charge', 'refund') THEN amount_micro ELSE 0 END) "
+        "FROM ledger_entries GROUP BY period_id, budget"
     )
 
 
