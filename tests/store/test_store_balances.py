@@ -119,7 +119,8 @@ def test_a_read_in_the_posting_transaction_sees_its_own_entries(session: Session
     session.rollback()
     assert balances(session, period.id)["chat"] == 4_000 * H100
     session.commit()
-    assert _both(session, [period.id])[0] == _both(session, [period.id])[1]
+    kept, summed = _both(session, [period.id])
+    assert kept == summed
 
 
 def test_posting_in_opposite_budget_orders_at_once_neither_deadlocks_nor_loses(

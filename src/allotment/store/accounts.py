@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from sqlalchemy import event, func, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from allotment.core.model import Budget, Micro, Seconds
 from allotment.ledger import (
@@ -176,41 +176,38 @@ def budget_tree(session: Session) -> list[Budget]:
 def balances(session: Session, period_id: str) -> dict[str, Micro]:
     """Each budget's own balance in the period (the sum of its entries, read from budget_balances); budgets
     without entries are absent."""
-    write_balance_moves(session)
-    rows = session.execute(
-        select(BudgetBalanceRow.budget, BudgetBalanceRow.balance_micro).where(BudgetBalanceRow.period_id == period_id)
-    )
-    return {budget: int(total) for budget, total in rows}
+    return _kept(session, period_id, BudgetBalanceRow.balance_micro)
 
 
 def spending(session: Session, period_id: str) -> dict[str, Micro]:
     """Each budget's own spending in the period (charges less refunds, as a positive amount, read from
     budget_balances); budgets without entries are absent."""
+    return _kept(session, period_id, BudgetBalanceRow.spent_micro)
+
+
+def _kept(session: Session, period_id: str, column: InstrumentedAttribute[int]) -> dict[str, Micro]:
     write_balance_moves(session)
-    rows = session.execute(
-        select(BudgetBalanceRow.budget, BudgetBalanceRow.spent_micro).where(BudgetBalanceRow.period_id == period_id)
-    )
+    rows = session.execute(select(BudgetBalanceRow.budget, column).where(BudgetBalanceRow.period_id == period_id))
     return {budget: int(total) for budget, total in rows}
-
-
-def summed_spending(session: Session, period_id: str) -> dict[str, Micro]:
-    """spending() summed from the ledger entries themselves (for checks: it reads every entry of the period)."""
-    rows = session.execute(
-        select(LedgerEntryRow.budget, func.sum(LedgerEntryRow.amount_micro))
-        .where(LedgerEntryRow.period_id == period_id, LedgerEntryRow.kind.in_([k.value for k in SPENDING]))
-        .group_by(LedgerEntryRow.budget)
-    )
-    return {budget: -int(total) for budget, total in rows}
 
 
 def summed_balances(session: Session, period_id: str) -> dict[str, Micro]:
     """balances() summed from the ledger entries themselves (for checks: it reads every entry of the period)."""
-    rows = session.execute(
-        select(LedgerEntryRow.budget, func.sum(LedgerEntryRow.amount_micro))
-        .where(LedgerEntryRow.period_id == period_id)
-        .group_by(LedgerEntryRow.budget)
+    return _summed(session, period_id)
+
+
+def summed_spending(session: Session, period_id: str) -> dict[str, Micro]:
+    """spending() summed from the ledger entries themselves (for checks: it reads every entry of the period)."""
+    return {budget: -total for budget, total in _summed(session, period_id, SPENDING).items()}
+
+
+def _summed(session: Session, period_id: str, kinds: Iterable[EntryKind] | None = None) -> dict[str, Micro]:
+    stmt = select(LedgerEntryRow.budget, func.sum(LedgerEntryRow.amount_micro)).where(
+        LedgerEntryRow.period_id == period_id
     )
-    return {budget: int(total) for budget, total in rows}
+    if kinds is not None:
+        stmt = stmt.where(LedgerEntryRow.kind.in_(sorted(k.value for k in kinds)))
+    return {budget: int(total) for budget, total in session.execute(stmt.group_by(LedgerEntryRow.budget))}
 
 
 def rolled_up(session: Session, period_id: str) -> dict[str, Micro]:

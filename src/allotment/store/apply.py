@@ -257,19 +257,16 @@ def write_reasons(
     stmt = dialect_insert(session)(PendingReasonRow)
     changed: list[dict[str, object]] = []
     values_of: dict[int, tuple[object, ...]] = {}
-    verdicts: dict[tuple[int, int], bool] = {}
-    compared: list[tuple[object, ...] | None] = []
+    verdicts: dict[tuple[int, int], tuple[tuple[object, ...] | None, bool]] = {}  # holds `old`, so its id stays its own
     for job_id, reason in pending.items():
         values = values_of.get(id(reason))
         if values is None:
             values = values_of[id(reason)] = reason_values(reason)
         old = cache.get(job_id)
         pair = (id(old), id(values))
-        same = verdicts.get(pair)
-        if same is None:
-            same = verdicts[pair] = _same_reason(old, values)
-            compared.append(old)  # kept alive, so that its id names it until the loop ends
-        if not same:
+        if pair not in verdicts:
+            verdicts[pair] = (old, _same_reason(old, values))
+        if not verdicts[pair][1]:
             cache[job_id] = values
             changed.append(
                 {
