@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, update
 
 from allotment.core.model import ContractClass
 from allotment.executors.simulated import Outcome
-from allotment.store.tables import IntentRow, PendingReasonRow
+from allotment.store.snapshot import SnapshotCache, load_snapshot
+from allotment.store.tables import IntentRow, PendingReasonRow, RunRow
 from tests.engine.rig import Rig
 
 
@@ -101,3 +102,26 @@ def test_every_intent_is_delivered_once_and_reasons_are_recorded(db: Engine) -> 
     assert len(intents) == 3 and all(i.delivered_at is not None for i in intents)  # pretrain max_gpus = 24
     assert set(reasons) == {"j3", "j4", "j5"}
     assert reasons["j3"].blocker == "limit" and "24" in reasons["j3"].message
+
+
+def test_the_snapshot_reuses_an_unchanged_run_and_rebuilds_a_changed_one(db: Engine) -> None:
+    rig = Rig(db)
+    rig.submit("a", gpus=8)
+    rig.submit("b", gpus=8)
+    rig.step()
+    keep = SnapshotCache()
+    with rig.sessions.begin() as s:
+        first = {j.id: j for j in load_snapshot(s, rig.clock.now(), rig.policy, rig.rates, "", keep).jobs}
+    assert first["a"].run is not None and first["a"].run.preemption is None
+    t = rig.clock.now() + 10
+    with rig.sessions.begin() as s:
+        s.execute(update(RunRow).where(RunRow.job_id == "a").values(signalled_at=t, kill_at=t + 30, preempt_reason="x"))
+    with rig.sessions.begin() as s:
+        second = {j.id: j for j in load_snapshot(s, t, rig.policy, rig.rates, "", keep).jobs}
+    run = second["a"].run
+    assert (
+        run is not None
+        and run.preemption is not None
+        and (run.preemption.signalled_at, run.preemption.kill_at) == (t, t + 30)
+    )
+    assert second["b"] is first["b"]  # its run's columns did not change: the job built last cycle is reused

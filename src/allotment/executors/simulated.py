@@ -108,6 +108,9 @@ class SimulatedExecutor:
         self._nodes = frozenset(nodes) if nodes is not None else None
         self._clock = clock
         self._attempts: dict[tuple[str, int], _Attempt] = {}
+        self._live: dict[tuple[str, int], _Attempt] = {}
+        """The attempts that have not ended, in launch order (every scan reads these: a long simulation launches
+        tens of thousands of attempts, nearly all of them long over)."""
         self._down: dict[str, Seconds] = {}
         self._queue: list[ExecutorEvent] = []
         self._launched: list[LaunchSpec] = []
@@ -130,6 +133,7 @@ class SimulatedExecutor:
             return
         attempt = _Attempt(spec, len(self._attempts), self._now, self._outcome(spec))
         self._attempts[key] = attempt
+        self._live[key] = attempt
         self._launched.append(spec)
         nodes = [a.node for a in spec.placement]
         foreign = sorted({n for n in nodes if self._nodes is not None and n not in self._nodes})
@@ -169,9 +173,8 @@ class SimulatedExecutor:
     def alive(self) -> Mapping[str, int]:
         self._sync()
         result: dict[str, int] = {}
-        for (job_id, attempt), a in self._attempts.items():
-            if not a.ended:
-                result[job_id] = max(attempt, result.get(job_id, attempt))
+        for job_id, attempt in self._live:
+            result[job_id] = max(attempt, result.get(job_id, attempt))
         return result
 
     # -- driving it ----------------------------------------------------------------------------------------
@@ -186,9 +189,7 @@ class SimulatedExecutor:
     def next_event_time(self) -> Seconds | None:
         """When the next event will happen as things stand; None when nothing is scheduled."""
         times: list[Seconds] = []
-        for a in self._attempts.values():
-            if a.ended:
-                continue
+        for a in self._live.values():
             end = a.end()
             if a.start_pending(end):
                 times.append(a.started_at)
@@ -207,8 +208,8 @@ class SimulatedExecutor:
         if at < self._now:
             raise ValueError(f"a node failure cannot be scheduled in the past ({at} < {self._now})")
         self._down[node] = at
-        for a in self._attempts.values():
-            if not a.ended and node in (x.node for x in a.spec.placement):
+        for a in self._live.values():
+            if node in (x.node for x in a.spec.placement):
                 self._lose(a, at, f"node {node} failed")
         self._collect(self._now)
 
@@ -231,9 +232,8 @@ class SimulatedExecutor:
     def _collect(self, t: Seconds) -> None:
         """Queue the events of every attempt up to `t`, ordered by time, then launch order, STARTED first."""
         found: list[tuple[Seconds, int, int, ExecutorEvent]] = []
-        for (job_id, attempt), a in self._attempts.items():
-            if a.ended:
-                continue
+        over: list[tuple[str, int]] = []
+        for (job_id, attempt), a in self._live.items():
             end = a.end()
             if a.start_pending(end) and a.started_at <= t:
                 a.started_reported = True
@@ -241,6 +241,9 @@ class SimulatedExecutor:
             if end is not None and end[0] <= t:
                 at, kind, code, detail = end
                 a.ended = True
+                over.append((job_id, attempt))
                 found.append((at, a.seq, 1, ExecutorEvent(job_id, attempt, kind, at, exit_code=code, detail=detail)))
+        for key in over:
+            del self._live[key]
         found.sort(key=lambda f: (f[0], f[1], f[2]))
         self._queue.extend(f[3] for f in found)

@@ -180,7 +180,7 @@ def end_run(
     run.ended_at = max(at, run.started_at)
     run.exit_code = exit_code
     run.end_reason = detail
-    charge_run(session, run.id, run.ended_at)
+    charge_run(session, run.id, run.ended_at, job.budget)
     reason = run.preempt_reason
     fleet_fault = detail == "node lost" or reason in (PreemptReason.FORCED.value, PreemptReason.NODE_DOWN.value)
     if fleet_fault:

@@ -42,21 +42,23 @@ def _locked_run(session: Session, run_id: str) -> RunRow:
     return row
 
 
-def _meter(session: Session, row: RunRow) -> Meter:
-    budget = session.scalar(select(JobRow.budget).where(JobRow.id == row.job_id))
+def _meter(session: Session, row: RunRow, budget: str | None = None) -> Meter:
+    if budget is None:
+        budget = session.scalar(select(JobRow.budget).where(JobRow.id == row.job_id))
     if budget is None:
         raise LookupError(f"job {row.job_id} of run {row.id} does not exist")
     return Meter(row.id, row.job_id, budget, row.rate_micro, row.price, row.price_since, row.charged_until)
 
 
-def charge_run(session: Session, run_id: str, until: Seconds) -> Micro:
+def charge_run(session: Session, run_id: str, until: Seconds, budget: str | None = None) -> Micro:
     """Charge run `run_id` for [charged_until, until) (capped at its end) and advance charged_until, in this
     transaction. Returns the amount newly charged (positive). Repeating a call, or calling it with an earlier
-    instant, charges nothing; the pieces of a run always sum to its whole cost to the microunit."""
+    instant, charges nothing; the pieces of a run always sum to its whole cost to the microunit. `budget`: the
+    run's job's budget, when the caller has it (otherwise it is read)."""
     row = _locked_run(session, run_id)
     if row.ended_at is not None:
         until = min(until, row.ended_at)
-    entry, meter = accrue(_meter(session, row), until, posting_period(session, until))
+    entry, meter = accrue(_meter(session, row, budget), until, posting_period(session, until))
     row.charged_until = meter.charged_until
     charged = 0
     if entry is not None and post(session, entry):

@@ -17,7 +17,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from allotment.core.decisions import Decisions
-from allotment.core.model import Allocation, Job, Micro, PolicyConfig, Seconds
+from allotment.core.model import Allocation, Micro, PolicyConfig, Seconds
 from allotment.ledger.charges import Meter, accrue
 from allotment.ledger.periods import PeriodSpec, Rollover, period_at
 from allotment.ledger.usage import usage_after
@@ -27,7 +27,7 @@ from allotment.store.accounts import open_period, post
 from allotment.store.apply import Applier, end_run, open_run, write_reasons
 from allotment.store.db import reading
 from allotment.store.records import get_state, set_state, transition
-from allotment.store.snapshot import load_snapshot
+from allotment.store.snapshot import SnapshotCache, load_snapshot
 from allotment.store.tables import BudgetUsageRow, IntentRow, JobRow, PeriodRow, RunRow
 
 
@@ -54,7 +54,7 @@ class SqlSchedulingStore:
         self.rates = dict(rates)
         self.accounting = accounting
         self._reasons: dict[str, tuple[object, ...]] = {}
-        self._jobs: dict[str, Job] = {}
+        self._snapshot_cache = SnapshotCache()
 
     # -- executor events ---------------------------------------------------------------------------------------
     def record_events(self, events: Sequence[ExecutorEvent], now: Seconds) -> int:
@@ -63,10 +63,12 @@ class SqlSchedulingStore:
             return 0
         with self.sessions.begin() as session:
             self._ensure_period(session, now)
+            runs = self._runs_of(session, {(ev.job_id, ev.attempt) for ev in events})
+            ending = sorted({ev.job_id for ev in events if ev.kind in (EventKind.EXITED, EventKind.LOST)})
+            for k in range(0, len(ending), 500):  # loaded once here, session.get() below finds them in the session
+                session.scalars(select(JobRow).where(JobRow.id.in_(ending[k : k + 500]))).all()
             for ev in events:
-                run = session.scalars(
-                    select(RunRow).where(RunRow.job_id == ev.job_id, RunRow.attempt == ev.attempt)
-                ).first()
+                run = runs.get((ev.job_id, ev.attempt))
                 if run is None or run.ended_at is not None:
                     continue  # an event for a run already closed (a repeat after a restart) changes nothing
                 if ev.kind is EventKind.STARTED:
@@ -85,6 +87,17 @@ class SqlSchedulingStore:
                     run.idle_since = ev.at
         return changed
 
+    @staticmethod
+    def _runs_of(session: Session, keys: set[tuple[str, int]]) -> dict[tuple[str, int], RunRow]:
+        """The runs of these (job, attempt) pairs that exist, read in a few queries rather than one per event."""
+        jobs = sorted({job_id for job_id, _ in keys})
+        found: dict[tuple[str, int], RunRow] = {}
+        for k in range(0, len(jobs), 500):
+            for run in session.scalars(select(RunRow).where(RunRow.job_id.in_(jobs[k : k + 500]))):
+                if (run.job_id, run.attempt) in keys:
+                    found[(run.job_id, run.attempt)] = run
+        return found
+
     # -- the cycle ---------------------------------------------------------------------------------------------
     def cycle(self, decide: Decide, now: Seconds) -> CycleReport:
         timings: dict[str, float] = {}
@@ -93,7 +106,7 @@ class SqlSchedulingStore:
             period = self._ensure_period(session, now)
             self._advance_usage(session, now)
             cancelled = self._cancellations(session, now)
-            snap = load_snapshot(session, now, self.policy, self.rates, period, self._jobs)
+            snap = load_snapshot(session, now, self.policy, self.rates, period, self._snapshot_cache)
             t1 = time.perf_counter()
             decisions = decide(snap, now)
             t2 = time.perf_counter()

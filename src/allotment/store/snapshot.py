@@ -10,7 +10,7 @@ Must not: write anything.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import select
@@ -52,6 +52,17 @@ from allotment.store.tables import (
 )
 
 ACTIVE_STATES = ("pending", "running", "preempting")
+
+
+@dataclass(slots=True)
+class SnapshotCache:
+    """What load_snapshot keeps between one cycle and the next (the store owns one)."""
+
+    jobs: dict[str, Job] = field(default_factory=dict)
+    """Jobs as submitted, by id: what a job asks for never changes after submission."""
+    running: dict[str, tuple[tuple[object, ...], Job]] = field(default_factory=dict)
+    """Each running job as last built, with the columns of its open run it was built from: it is built again only
+    when one of those changed (a run's placement never does)."""
 
 
 def placement_of(raw: Any) -> tuple[Allocation, ...]:
@@ -126,17 +137,26 @@ def _fill_cache(session: Session, ids: list[str], cache: dict[str, Job]) -> None
             )
 
 
+def _run(placement: Any, columns: tuple[Any, ...]) -> Run:
+    started, run_class, slice_end, signalled, kill_at, reason, preemptor, idle_since, backfill_for = columns
+    preemption = None
+    if signalled is not None:
+        preemption = Preemption(signalled, kill_at if kill_at is not None else signalled, reason or "", preemptor)
+    return Run(placement_of(placement), started, RunClass(run_class), slice_end, preemption, idle_since, backfill_for)
+
+
 def load_snapshot(
     session: Session,
     now: Seconds,
     policy: PolicyConfig,
     rates: Mapping[str, Micro],
     period_id: str,
-    cache: dict[str, Job] | None = None,
+    keep: SnapshotCache | None = None,
 ) -> Snapshot:
-    """The snapshot as of `now`. `cache` keeps the immutable part of jobs between cycles (the store passes its own);
-    only jobs it has not seen are read in full."""
-    cache = {} if cache is None else cache
+    """The snapshot as of `now`. `keep` holds what is reused between cycles (the store passes its own): only jobs
+    it has not seen are read in full, and only runs whose columns changed are built again."""
+    keep = SnapshotCache() if keep is None else keep
+    cache = keep.jobs
     clusters = tuple(
         Cluster(name, tuple(topology))
         for name, topology in session.execute(select(ClusterRow.name, ClusterRow.topology))
@@ -175,7 +195,8 @@ def load_snapshot(
     money = balances(session, period_id)
     usage = usages(session, now, policy.usage_half_life)
 
-    runs: dict[str, Run] = {}
+    runs: dict[str, tuple[tuple[object, ...], Any]] = {}
+    """job id → (its open run's columns but the placement, the placement)"""
     owed: dict[str, Micro] = {}
     run_rows = session.execute(
         select(
@@ -214,12 +235,8 @@ def load_snapshot(
         price_since,
         charged_until,
     ) in run_rows:
-        preemption = None
-        if signalled is not None:
-            preemption = Preemption(signalled, kill_at if kill_at is not None else signalled, reason or "", preemptor)
-        runs[job_id] = Run(
-            placement_of(placement), started, RunClass(run_class), slice_end, preemption, idle_since, backfill_for
-        )
+        columns = (started, run_class, slice_end, signalled, kill_at, reason, preemptor, idle_since, backfill_for)
+        runs[job_id] = (columns, placement)
         accrued[job_id] = unposted(rate, price, price_since, charged_until, now)
 
     jobs: list[Job] = []
@@ -227,6 +244,7 @@ def load_snapshot(
         select(JobRow.id, JobRow.state, JobRow.cancel_requested_at).where(JobRow.state.in_(ACTIVE_STATES))
     ).all()
     _fill_cache(session, [jid for jid, _, _ in active if jid not in cache], cache)
+    running: dict[str, tuple[tuple[object, ...], Job]] = {}
     for jid, state, cancel in active:
         run = runs.get(jid)
         if state == "pending" and (run is not None or cancel is not None):
@@ -236,11 +254,16 @@ def load_snapshot(
         job = cache[jid]
         if run is not None:
             owed[job.budget] = owed.get(job.budget, 0) + accrued[jid]
-            job = replace(job, run=run)
+            built = keep.running.get(jid)
+            if built is None or built[0] != run[0]:
+                built = (run[0], replace(job, run=_run(run[1], run[0])))
+            running[jid] = built
+            job = built[1]
         jobs.append(job)
+    keep.running = running  # runs that ended are forgotten
     if len(cache) > 2 * len(active) + 1000:  # forget finished jobs
-        keep = {jid for jid, _, _ in active}
-        for jid in [j for j in cache if j not in keep]:
+        live = {jid for jid, _, _ in active}
+        for jid in [j for j in cache if j not in live]:
             del cache[jid]
     accounts = {b.name: Account(money.get(b.name, 0) - owed.get(b.name, 0), usage.get(b.name, 0.0)) for b in budgets}
     windows = tuple(
