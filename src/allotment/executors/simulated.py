@@ -148,7 +148,7 @@ class SimulatedExecutor:
             for node in nodes:
                 if node in self._down:
                     self._lose(attempt, self._down[node], f"node {node} failed")
-        self._collect(self._now)
+        self._collect(self._now, {key: attempt})  # nothing else changed since the last collection
 
     def terminate(self, job_id: str, attempt: int, grace: int) -> None:
         """SIGTERM now, SIGKILL at now + grace; repeating it never restarts the grace (a shorter one may bring
@@ -163,7 +163,7 @@ class SimulatedExecutor:
             a.kill_at = kill_at
         elif a.kill_at is None or kill_at < a.kill_at:
             a.kill_at = kill_at
-        self._collect(self._now)
+        self._collect(self._now, {(job_id, attempt): a})
 
     def poll(self) -> list[ExecutorEvent]:
         self._sync()
@@ -183,6 +183,8 @@ class SimulatedExecutor:
         """Move the clock to `t` (never backwards); queue every event up to `t` inclusive, in time order."""
         if t < self._now:
             raise ValueError(f"the simulated executor cannot go back in time ({t} < {self._now})")
+        if t == self._now:
+            return  # every change at this instant queued its own events already
         self._now = t
         self._collect(t)
 
@@ -229,11 +231,12 @@ class SimulatedExecutor:
         if a.lost_at is None or at < a.lost_at:
             a.lost_at, a.lost_detail = at, detail
 
-    def _collect(self, t: Seconds) -> None:
-        """Queue the events of every attempt up to `t`, ordered by time, then launch order, STARTED first."""
+    def _collect(self, t: Seconds, only: dict[tuple[str, int], _Attempt] | None = None) -> None:
+        """Queue the events up to `t` of every live attempt (or of `only`, when nothing else changed), ordered by
+        time, then launch order, STARTED first."""
         found: list[tuple[Seconds, int, int, ExecutorEvent]] = []
         over: list[tuple[str, int]] = []
-        for (job_id, attempt), a in self._live.items():
+        for (job_id, attempt), a in (self._live if only is None else only).items():
             end = a.end()
             if a.start_pending(end) and a.started_at <= t:
                 a.started_reported = True

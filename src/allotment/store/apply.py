@@ -55,6 +55,8 @@ class Applier:
         self.policy = policy
         self.rates = rates
         self.intents = 0
+        self._intents: list[dict[str, Any]] = []
+        self._slices: list[dict[str, Any]] = []
         self._gpu_type: dict[str, str] = {}
 
     def gpu_type(self, node: str) -> str:
@@ -63,12 +65,23 @@ class Applier:
         return self._gpu_type[node]
 
     def intent(self, kind: IntentKind, job_id: str, attempt: int, run_id: str | None, payload: dict[str, Any]) -> None:
-        self.session.add(
-            IntentRow(
-                job_id=job_id, run_id=run_id, attempt=attempt, kind=kind.value, payload=payload, created_at=self.now
-            )
+        """Record an executor command; the cycle's intents are written together, in this order, by apply()."""
+        self._intents.append(
+            {
+                "job_id": job_id,
+                "run_id": run_id,
+                "attempt": attempt,
+                "kind": kind.value,
+                "payload": payload,
+                "created_at": self.now,
+                "delivered_at": None,
+            }
         )
         self.intents += 1
+
+    def slice(self, run_id: str, job_id: str, end: Seconds, kind: str) -> None:
+        """Record a slice granted or renewed from now; written together by apply(), like intents."""
+        self._slices.append({"run_id": run_id, "job_id": job_id, "start": self.now, "end": end, "kind": kind})
 
     # -- decisions ---------------------------------------------------------------------------------------------
     def apply(self, d: Decisions) -> None:
@@ -79,9 +92,7 @@ class Applier:
             run = open_run(self.session, r.job_id)
             if run is not None:
                 run.slice_end = r.slice_end
-                self.session.add(
-                    SliceRow(run_id=run.id, job_id=r.job_id, start=self.now, end=r.slice_end, kind="renew")
-                )
+                self.slice(run.id, r.job_id, r.slice_end, "renew")
         for lapse in d.lapses:
             run = open_run(self.session, lapse.job_id)
             if run is not None and run.run_class == RunClass.GUARANTEED.value:
@@ -89,6 +100,13 @@ class Applier:
         for s in d.starts:
             self.start(jobs[s.job_id], s)
         self.reservations(d)
+        self.session.flush()  # the runs that slices and intents name go first
+        if self._slices:
+            self.session.execute(insert(SliceRow), self._slices)
+            self._slices = []
+        if self._intents:
+            self.session.execute(insert(IntentRow), self._intents)  # ids follow this order: delivery order
+            self._intents = []
 
     def _jobs(self, ids: set[str]) -> dict[str, JobRow]:
         if not ids:
@@ -113,7 +131,7 @@ class Applier:
         )
         run.backfill_for = s.backfill_for
         if s.slice_end is not None:
-            self.session.add(SliceRow(run_id=run.id, job_id=job.id, start=self.now, end=s.slice_end, kind="grant"))
+            self.slice(run.id, job.id, s.slice_end, "grant")
         job.attempt = attempt + 1
         nodes = ", ".join(a.node for a in s.placement)
         transition(

@@ -169,7 +169,8 @@ def new_run(
     price: int,
 ) -> RunRow:
     """Add a run whose meter starts at `started_at`: charged up to its start, priced `price` per mille of
-    `rate` (credit-microunits per hour at full price, see allotment.ledger.run_rate)."""
+    `rate` (credit-microunits per hour at full price, see allotment.ledger.run_rate). It is written at the session's
+    next flush (a cycle's new runs go together, as one batch of inserts)."""
     row = RunRow(
         id=make_run_id(job_id, attempt),
         job_id=job_id,
@@ -184,5 +185,4 @@ def new_run(
         charged_until=started_at,
     )
     session.add(row)
-    session.flush()
     return row
