@@ -14,8 +14,9 @@ ledger entry: the ledger is append-only.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
-from sqlalchemy import event, func, select
+from sqlalchemy import bindparam, event, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
@@ -63,42 +64,53 @@ def post(session: Session, entry: Entry) -> bool:
     if session.in_nested_transaction():
         # the balance moves are gathered per transaction: a savepoint rolled back would leave them counted
         raise ValueError(f"post({entry.key}) inside a savepoint: post ledger entries in the outer transaction")
-    period = session.scalars(
-        select(PeriodRow)
-        .where(PeriodRow.id == entry.period_id)
-        .with_for_update(read=True)
-        .execution_options(populate_existing=True)
-    ).first()
-    if period is None:
+    closed = session.execute(_PERIOD_CLOSED, {"period_id": entry.period_id}).first()
+    if closed is None:
         raise NoOpenPeriodError(f"period {entry.period_id} does not exist")
-    if period.closed:
+    if closed[0]:
         exists = session.scalar(select(LedgerEntryRow.id).where(LedgerEntryRow.idempotency_key == entry.key))
         if exists is not None:
             return False
         raise ClosedPeriodError(f"period {entry.period_id} is closed; cannot post {entry.key}")
-    stmt = (
-        dialect_insert(session)(LedgerEntryRow)
-        .values(
-            period_id=entry.period_id,
-            budget=entry.budget,
-            kind=entry.kind.value,
-            amount_micro=entry.amount,
-            at=entry.at,
-            job_id=entry.job_id,
-            run_id=entry.run_id,
-            idempotency_key=entry.key,
-            memo=entry.memo,
-        )
-        .on_conflict_do_nothing(index_elements=["idempotency_key"])
-        .returning(LedgerEntryRow.id)
-    )
-    if session.execute(stmt).first() is None:
+    row = {
+        "period_id": entry.period_id,
+        "budget": entry.budget,
+        "kind": entry.kind.value,
+        "amount_micro": entry.amount,
+        "at": entry.at,
+        "job_id": entry.job_id,
+        "run_id": entry.run_id,
+        "idempotency_key": entry.key,
+        "memo": entry.memo,
+    }
+    if session.execute(_insert_entry(session), row).first() is None:
         return False
     moves: dict[tuple[str, str], tuple[Micro, Micro]] = session.info.setdefault(_MOVES, {})
     key = (entry.period_id, entry.budget)
     balance, spent = moves.get(key, (0, 0))
     moves[key] = (balance + entry.amount, spent - entry.amount if entry.kind in SPENDING else spent)
     return True
+
+
+_PERIOD_CLOSED = select(PeriodRow.closed).where(PeriodRow.id == bindparam("period_id")).with_for_update(read=True)
+"""Whether an entry's period is closed, under a shared lock on its row (closing the period waits for the posting
+transaction, and a post waits for a closing one)."""
+
+_INSERT_ENTRY: dict[str, Any] = {}
+
+
+def _insert_entry(session: Session) -> Any:
+    """The entry insert of the session's dialect, built once (its rows come as parameters): ON CONFLICT on the
+    idempotency key does nothing and returns no id."""
+    dialect = session.get_bind().dialect.name
+    stmt = _INSERT_ENTRY.get(dialect)
+    if stmt is None:
+        stmt = _INSERT_ENTRY[dialect] = (
+            dialect_insert(session)(LedgerEntryRow)
+            .on_conflict_do_nothing(index_elements=["idempotency_key"])
+            .returning(LedgerEntryRow.id)
+        )
+    return stmt
 
 
 _MOVES = "allotment.balance_moves"
@@ -160,12 +172,18 @@ def ensure_period(session: Session, period: Period) -> PeriodRow:
 def posting_period(session: Session, at: Seconds) -> str:
     """The period an entry at instant `at` belongs to: the open period holding `at` or, when that one is
     already closed, the earliest open period after it."""
-    row = session.scalars(
-        select(PeriodRow).where(PeriodRow.end > at, PeriodRow.closed.is_(False)).order_by(PeriodRow.start).limit(1)
-    ).first()
-    if row is None:
+    found = session.scalar(_POSTING_PERIOD, {"at": at})
+    if found is None:
         raise NoOpenPeriodError(f"no open period holds or follows {at}")
-    return row.id
+    return str(found)
+
+
+_POSTING_PERIOD = (
+    select(PeriodRow.id)
+    .where(PeriodRow.end > bindparam("at"), PeriodRow.closed.is_(False))
+    .order_by(PeriodRow.start)
+    .limit(1)
+)
 
 
 def budget_tree(session: Session) -> list[Budget]:
