@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from allotment.core.model import Seconds
@@ -61,11 +61,21 @@ def job_events(session: Session, job_id: str) -> list[JobEventRow]:
     return list(session.scalars(select(JobEventRow).where(JobEventRow.job_id == job_id).order_by(JobEventRow.id)))
 
 
+_GET_STATE = select(EngineStateRow.value).where(EngineStateRow.key == bindparam("key"))
+_SET_STATE: dict[str, Any] = {}
+
+
 def get_state(session: Session, key: str, default: Any = None) -> Any:
-    row = session.get(EngineStateRow, key, populate_existing=True)
-    return default if row is None else row.value
+    found = session.execute(_GET_STATE, {"key": key}).first()
+    return default if found is None else found[0]
 
 
 def set_state(session: Session, key: str, value: Any) -> None:
-    stmt = dialect_insert(session)(EngineStateRow).values(key=key, value=value)
-    session.execute(stmt.on_conflict_do_update(index_elements=["key"], set_={"value": stmt.excluded.value}))
+    dialect = session.get_bind().dialect.name
+    stmt = _SET_STATE.get(dialect)
+    if stmt is None:  # built once per dialect: the engine writes a few keys every cycle
+        insert = dialect_insert(session)(EngineStateRow)
+        stmt = _SET_STATE[dialect] = insert.on_conflict_do_update(
+            index_elements=["key"], set_={"value": insert.excluded.value}
+        )
+    session.execute(stmt, {"key": key, "value": value})
