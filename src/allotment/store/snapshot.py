@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session
 
 from allotment.core.model import (
@@ -76,10 +76,10 @@ def unposted(rate: Micro, price: int, price_since: Seconds, charged_until: Secon
     return charge_between(1, rate, price, price_since, charged_until, now)
 
 
-def _fill_cache(session: Session, ids: list[str], cache: dict[str, Job]) -> None:
+def _fill_cache(conn: Connection, ids: list[str], cache: dict[str, Job]) -> None:
     """Read the jobs not seen before (what a job asks for never changes after submission)."""
     for k in range(0, len(ids), 500):
-        for row in session.execute(
+        for row in conn.execute(
             select(
                 JobRow.id,
                 JobRow.budget,
@@ -157,9 +157,10 @@ def load_snapshot(
     it has not seen are read in full, and only runs whose columns changed are built again."""
     keep = SnapshotCache() if keep is None else keep
     cache = keep.jobs
+    session.flush()  # this transaction's changes so far (cancellations, usage) are part of what is read
+    conn = session.connection()  # plain Core reads: no ORM row processing on this hot path
     clusters = tuple(
-        Cluster(name, tuple(topology))
-        for name, topology in session.execute(select(ClusterRow.name, ClusterRow.topology))
+        Cluster(name, tuple(topology)) for name, topology in conn.execute(select(ClusterRow.name, ClusterRow.topology))
     )
     nodes = tuple(
         Node(
@@ -171,7 +172,7 @@ def load_snapshot(
             NodeState(state),
             bool(forced),
         )
-        for name, cluster, gpu_type, gpus, labels, state, forced in session.execute(
+        for name, cluster, gpu_type, gpus, labels, state, forced in conn.execute(
             select(
                 NodeRow.name,
                 NodeRow.cluster,
@@ -185,7 +186,7 @@ def load_snapshot(
     )
     budgets = tuple(
         Budget(name, parent, allocation, max_gpus)
-        for name, parent, allocation, max_gpus in session.execute(
+        for name, parent, allocation, max_gpus in conn.execute(
             select(BudgetRow.name, BudgetRow.parent, BudgetRow.allocation_micro, BudgetRow.max_gpus).order_by(
                 BudgetRow.name
             )
@@ -198,7 +199,7 @@ def load_snapshot(
     runs: dict[str, tuple[tuple[object, ...], Any]] = {}
     """job id → (its open run's columns but the placement, the placement)"""
     owed: dict[str, Micro] = {}
-    run_rows = session.execute(
+    run_rows = conn.execute(
         select(
             RunRow.job_id,
             RunRow.placement,
@@ -240,10 +241,10 @@ def load_snapshot(
         accrued[job_id] = unposted(rate, price, price_since, charged_until, now)
 
     jobs: list[Job] = []
-    active = session.execute(
+    active = conn.execute(
         select(JobRow.id, JobRow.state, JobRow.cancel_requested_at).where(JobRow.state.in_(ACTIVE_STATES))
     ).all()
-    _fill_cache(session, [jid for jid, _, _ in active if jid not in cache], cache)
+    _fill_cache(conn, [jid for jid, _, _ in active if jid not in cache], cache)
     running: dict[str, tuple[tuple[object, ...], Job]] = {}
     for jid, state, cancel in active:
         run = runs.get(jid)
@@ -268,7 +269,7 @@ def load_snapshot(
     accounts = {b.name: Account(money.get(b.name, 0) - owed.get(b.name, 0), usage.get(b.name, 0.0)) for b in budgets}
     windows = tuple(
         CapacityWindow(wid, budget, cluster, gpu_type, gpus, start, end)
-        for wid, budget, cluster, gpu_type, gpus, start, end in session.execute(
+        for wid, budget, cluster, gpu_type, gpus, start, end in conn.execute(
             select(
                 WindowRow.id,
                 WindowRow.budget,
@@ -282,7 +283,7 @@ def load_snapshot(
     )
     reservations = tuple(
         Reservation(job_id, tuple((str(n), int(g)) for n, g in nodes_), planned, ReservationKind(kind), since)
-        for job_id, nodes_, planned, kind, since in session.execute(
+        for job_id, nodes_, planned, kind, since in conn.execute(
             select(
                 ReservationRow.job_id,
                 ReservationRow.nodes,
