@@ -125,3 +125,20 @@ def test_the_snapshot_reuses_an_unchanged_run_and_rebuilds_a_changed_one(db: Eng
         and (run.preemption.signalled_at, run.preemption.kill_at) == (t, t + 30)
     )
     assert second["b"] is first["b"]  # its run's columns did not change: the job built last cycle is reused
+
+
+def test_a_cycles_intents_are_recorded_in_the_order_it_acted(db: Engine) -> None:
+    rig = Rig(db)
+    t = rig.clock.now()
+    for i in range(4):
+        rig.submit(f"o{i}", "finetune", "eli", 8, contract=ContractClass.OPPORTUNISTIC, grace=30)
+    rig.step()
+    rig.cancel("o3")
+    rig.submit("g", "pretrain", "ben", 8, replicas=2)  # two nodes: the one o3 leaves and one more
+    rig.step(t + 100)
+    with rig.sessions() as s:
+        rows = list(s.scalars(select(IntentRow).where(IntentRow.created_at == t + 100).order_by(IntentRow.id)))
+    victim = next(f"o{i}" for i in range(3) if rig.state(f"o{i}") == "preempting")
+    # the cancellation is acted on before the cycle decides; the preemption comes from its decisions
+    assert [(r.kind, r.job_id) for r in rows] == [("terminate", "o3"), ("terminate", victim)]
+    assert rig.runs(victim)[-1].preemptor == "g"

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from allotment.core.model import Allocation
 from allotment.executors.simulated import EXIT_SIGKILL, EXIT_SIGTERM, Outcome, SimulatedExecutor
@@ -197,3 +199,60 @@ def test_time_never_goes_back() -> None:
         ex.advance_to(9)
     with pytest.raises(ValueError):
         ex.fail_node("n1", 5)
+
+
+class ScanEverything(SimulatedExecutor):
+    """A test double of the simulated executor that collects every live attempt at every call, as it did before it
+    learned to collect only the attempt a call changed: the reference for the property below."""
+
+    def _collect(self, t: int, only: object = None) -> None:
+        super()._collect(t)
+
+    def advance_to(self, t: int) -> None:
+        if t < self.now:
+            raise ValueError("back in time")
+        self._now = t
+        self._collect(t)
+
+
+CALL = st.one_of(
+    st.tuples(st.just("launch"), st.integers(0, 2), st.integers(0, 1), st.integers(0, 3)),
+    st.tuples(st.just("terminate"), st.integers(0, 2), st.integers(0, 1), st.sampled_from([0, 0, 5, 30])),
+    st.tuples(st.just("advance"), st.sampled_from([0, 0, 1, 5, 20, 90]), st.just(0), st.just(0)),
+    st.tuples(st.just("fail"), st.integers(0, 2), st.sampled_from([0, 10, 60]), st.just(0)),
+    st.tuples(st.just("poll"), st.just(0), st.just(0), st.just(0)),
+)
+
+
+def _outcome(s: LaunchSpec) -> Outcome:
+    n = int(s.job_id[1:]) + 3 * s.attempt
+    return Outcome(
+        duration=None if n % 4 == 0 else 7 * n + 3,
+        sigterm_exit_after=None if n % 3 == 0 else (0 if n % 2 == 0 else n % 5),
+        start_delay=n % 3 * 4,
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(CALL, max_size=40))
+def test_collecting_only_what_a_call_changed_gives_the_events_of_a_full_scan(
+    calls: list[tuple[str, int, int, int]],
+) -> None:
+    fast, full = SimulatedExecutor(_outcome), ScanEverything(_outcome)
+    seen: tuple[list[list[ExecutorEvent]], list[list[ExecutorEvent]]] = ([], [])  # what each poll returned
+    for op, a, b, c in calls:
+        for ex, out in ((fast, seen[0]), (full, seen[1])):
+            if op == "launch":
+                ex.launch(spec(f"j{a}", f"n{c % 3}", attempt=b))
+            elif op == "terminate":
+                ex.terminate(f"j{a}", b, c)
+            elif op == "advance":
+                ex.advance_to(ex.now + a)
+            elif op == "fail":
+                ex.fail_node(f"n{a}", ex.now + b)
+            else:
+                out.append(ex.poll())
+    fast.advance_to(fast.now + 1000)
+    full.advance_to(full.now + 1000)
+    assert [*seen[0], fast.poll()] == [*seen[1], full.poll()]
+    assert fast.alive() == full.alive()

@@ -65,8 +65,11 @@ class SqlSchedulingStore:
             self._ensure_period(session, now)
             runs = self._runs_of(session, {(ev.job_id, ev.attempt) for ev in events})
             ending = sorted({ev.job_id for ev in events if ev.kind in (EventKind.EXITED, EventKind.LOST)})
-            for k in range(0, len(ending), 500):  # loaded once here, session.get() below finds them in the session
-                session.scalars(select(JobRow).where(JobRow.id.in_(ending[k : k + 500]))).all()
+            jobs: dict[str, JobRow] = {}  # held here: the session keeps unchanged rows only weakly
+            for k in range(0, len(ending), 500):
+                jobs.update(
+                    (j.id, j) for j in session.scalars(select(JobRow).where(JobRow.id.in_(ending[k : k + 500])))
+                )
             for ev in events:
                 run = runs.get((ev.job_id, ev.attempt))
                 if run is None or run.ended_at is not None:
@@ -76,8 +79,7 @@ class SqlSchedulingStore:
                         run.confirmed_at = ev.at
                         changed += 1
                 elif ev.kind in (EventKind.EXITED, EventKind.LOST):
-                    job = session.get(JobRow, ev.job_id)
-                    assert job is not None
+                    job = jobs[ev.job_id]
                     detail = "node lost" if ev.kind is EventKind.LOST else ev.detail
                     end_run(session, job, run, min(max(ev.at, run.started_at), now), ev.exit_code, detail, self.policy)
                     changed += 1
@@ -91,9 +93,11 @@ class SqlSchedulingStore:
     def _runs_of(session: Session, keys: set[tuple[str, int]]) -> dict[tuple[str, int], RunRow]:
         """The runs of these (job, attempt) pairs that exist, read in a few queries rather than one per event."""
         jobs = sorted({job_id for job_id, _ in keys})
+        attempts = sorted({attempt for _, attempt in keys})
         found: dict[tuple[str, int], RunRow] = {}
         for k in range(0, len(jobs), 500):
-            for run in session.scalars(select(RunRow).where(RunRow.job_id.in_(jobs[k : k + 500]))):
+            chunk = jobs[k : k + 500]
+            for run in session.scalars(select(RunRow).where(RunRow.job_id.in_(chunk), RunRow.attempt.in_(attempts))):
                 if (run.job_id, run.attempt) in keys:
                     found[(run.job_id, run.attempt)] = run
         return found

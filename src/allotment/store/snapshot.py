@@ -61,8 +61,8 @@ class SnapshotCache:
     jobs: dict[str, Job] = field(default_factory=dict)
     """Jobs as submitted, by id: what a job asks for never changes after submission."""
     running: dict[str, tuple[tuple[object, ...], Job]] = field(default_factory=dict)
-    """Each running job as last built, with the columns of its open run it was built from: it is built again only
-    when one of those changed (a run's placement never does)."""
+    """Each running job as last built, with the columns of its open run it was built from (its attempt among them):
+    it is built again only when one of those changed (a run's placement never does)."""
 
 
 def placement_of(raw: Any) -> tuple[Allocation, ...]:
@@ -138,7 +138,7 @@ def _fill_cache(conn: Connection, ids: list[str], cache: dict[str, Job]) -> None
 
 
 def _run(placement: Any, columns: tuple[Any, ...]) -> Run:
-    started, run_class, slice_end, signalled, kill_at, reason, preemptor, idle_since, backfill_for = columns
+    started, run_class, slice_end, signalled, kill_at, reason, preemptor, idle_since, backfill_for, _ = columns
     preemption = None
     if signalled is not None:
         preemption = Preemption(signalled, kill_at if kill_at is not None else signalled, reason or "", preemptor)
@@ -202,6 +202,7 @@ def load_snapshot(
     run_rows = conn.execute(
         select(
             RunRow.job_id,
+            RunRow.attempt,
             RunRow.placement,
             RunRow.started_at,
             RunRow.run_class,
@@ -221,6 +222,7 @@ def load_snapshot(
     accrued: dict[str, Micro] = {}
     for (
         job_id,
+        attempt,
         placement,
         started,
         run_class,
@@ -236,7 +238,18 @@ def load_snapshot(
         price_since,
         charged_until,
     ) in run_rows:
-        columns = (started, run_class, slice_end, signalled, kill_at, reason, preemptor, idle_since, backfill_for)
+        columns = (
+            started,
+            run_class,
+            slice_end,
+            signalled,
+            kill_at,
+            reason,
+            preemptor,
+            idle_since,
+            backfill_for,
+            attempt,
+        )
         runs[job_id] = (columns, placement)
         accrued[job_id] = unposted(rate, price, price_since, charged_until, now)
 
