@@ -3,7 +3,8 @@
 Run: .venv/bin/python -m benchmarks.bench_decide [--repeat N] [--scale K ...] [--steps]
 
 With --steps it also prints the median time of each step of the cycle (cycle.py's steps, the CycleState set-up and
-the explanation of waiting jobs), measured by wrapping the functions decide() calls.
+the explanation of waiting jobs), measured by wrapping the functions decide() calls (pure-Python core only: a
+compiled core, scripts/build-compiled-core, calls its functions directly).
 
 Ai2 scale: the example organisation (≈4,096 GPUs in 512 nodes, ~60 budgets in 3 levels) with the demo's sample
 workload: a busy fleet (~600 running jobs holding ~88 % of the GPUs) and 10,000 pending jobs (mostly 1–8 GPUs, a few
@@ -25,6 +26,7 @@ from typing import Any
 
 from allotment.core import cycle
 from allotment.core.cycle import AllotmentPolicy
+from benchmarks.core_build import core_build
 from benchmarks.snapshots import ai2_snapshot, describe, scaled
 
 STEPS = (
@@ -114,14 +116,14 @@ def measure(scale: int, repeat: int, pending: int, steps: bool = False) -> dict[
     tracemalloc.stop()
     times.sort()
     p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
-    print(f"scale {scale}×: {describe(snap)}")
+    print(f"scale {scale}×: {describe(snap)} ({core_build()})")
     print(
         f"  decide(): median {statistics.median(times) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms over {repeat} runs; "
         f"peak memory of one decide {peak / 2**20:.0f} MiB; "
         f"{len(d.starts)} starts, {len(d.preempts)} preemptions, {len(d.reserves)} reservations, "
         f"{len(d.pending):,} reasons"
     )
-    if steps:
+    if steps and core_build() == "core: pure Python":  # compiled modules call each other directly: no wrapping
         per_step = step_times(snap, now, repeat)
         print("  per step (median ms): " + ", ".join(f"{k} {v * 1000:.1f}" for k, v in per_step.items()))
     return {"median": statistics.median(times), "p95": p95, "peak": peak}

@@ -34,6 +34,7 @@ from allotment.store.db import make_engine, session_factory
 from allotment.store.migrate import upgrade
 from allotment.store.scheduling import Accounting, SqlSchedulingStore
 from allotment.store.tables import JobEventRow, JobRow, RunRow, UserRow
+from benchmarks.core_build import core_build
 
 ROOT = Path(__file__).resolve().parents[1]
 AI2 = ROOT / "examples" / "ai2" / "allotment.yaml"
@@ -195,7 +196,10 @@ def run(backend: str, cycles: int, pending: int) -> None:
 
             fresh, retried = _ledger_throughput(store, now + 5 * cycles)
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            print(f"{backend}: {running} running runs, {pending:,} pending jobs (loaded in {loaded:.1f} s)")
+            print(
+                f"{backend}: {running} running runs, {pending:,} pending jobs "
+                f"(loaded in {loaded:.1f} s; {core_build()})"
+            )
             print(
                 f"  first cycle {times[0] * 1000:.0f} ms; "
                 f"steady cycles: median {statistics.median(steady) * 1000:.0f} ms, "

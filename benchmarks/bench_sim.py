@@ -20,6 +20,7 @@ from pathlib import Path
 from allotment.core.cycle import AllotmentPolicy
 from allotment.sim.runner import SimOptions, Simulation
 from allotment.sim.traces import Sizing, trace_workload
+from benchmarks.core_build import core_build
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,7 +56,7 @@ def main() -> None:
         f"cycles: {result.cycles}; events: {result.events}; wall: {wall:.1f} s "
         f"({1000 * wall / max(result.cycles, 1):.1f} ms per cycle, decide {100 * result.decide_seconds / wall:.0f} %)"
     )
-    print(f"CPU time: {cpu:.1f} s (the wall time includes waiting for a shared CPU)")
+    print(f"CPU time: {cpu:.1f} s (the wall time includes waiting for a shared CPU); {core_build()}")
     print(
         f"events per second: {result.events / wall:,.0f} (wall), {result.events / max(cpu, 1e-9):,.0f} (CPU); "
         f"peak resident memory: {peak:,.0f} MiB"

@@ -20,7 +20,7 @@ from allotment.core.decisions import PreemptReason, Reserve
 from allotment.core.funding import Terms
 from allotment.core.model import Job, JobKind, ReservationKind, RunClass, Seconds
 from allotment.core.placement import Placement, choose_block, find_free, node_size, nodes_needed
-from allotment.core.reservations import backfill_cannot_delay, claim
+from allotment.core.reservations import Capped, backfill_cannot_delay, claim
 from allotment.core.state import CycleState
 from allotment.core.victim_index import node_victims
 
@@ -74,8 +74,8 @@ def final_slice_end(st: CycleState, job: Job, t: Terms, placement: Placement) ->
     grace = st.grace(job)
     for idx, gpus in placement.nodes:
         verdict = backfill_cannot_delay(st.cap.nodes[idx], gpus, end, grace, st.pol.min_slice, st.now)
-        if not isinstance(verdict, bool):
-            end = min(end, verdict)
+        if isinstance(verdict, Capped):
+            end = min(end, verdict.end)
     return end
 
 

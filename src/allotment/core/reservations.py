@@ -142,14 +142,23 @@ def claim(
         capacity.set_claim(idx, Claim(job_id, need, planned_start, max(0, slot.node.gpus - need - held_past), yields))
 
 
+@dataclass(frozen=True, slots=True)
+class Capped:
+    """A verdict of the backfill rules: the job may go ahead only with its slice ending at `end`. (A distinct type,
+    not a bare int beside True and False: type checkers fold `int | bool` into `int`, and compiled code then reads
+    True as 1.)"""
+
+    end: Seconds
+
+
 def backfill_cannot_delay(
     slot: NodeSlot, gpus: int, holds_until: Seconds | None, grace: Seconds, min_slice: Seconds, now: Seconds
-) -> Seconds | bool:
+) -> Capped | bool:
     """May a job take `gpus` GPUs of this node without delaying the node's planned start?
 
     Returns True when it may as asked (no claim; preemptible work when the planned start is at least `min_slice` + grace
-    away, so it is worth starting; work that leaves in time; or spare room), a capped slice end when it may only
-    with its slice ending early enough (at least `min_slice` long), or False."""
+    away, so it is worth starting; work that leaves in time; or spare room), Capped(end) when it may only with its
+    slice ending early enough (at least `min_slice` long), or False."""
     c = slot.claim
     if c is None:
         return True
@@ -163,7 +172,7 @@ def backfill_cannot_delay(
         return True
     capped = c.planned_start - grace
     if capped - now >= min_slice:
-        return capped
+        return Capped(capped)
     return False
 
 
@@ -176,7 +185,7 @@ def use_spare(slot: NodeSlot, gpus: int, holds_until: Seconds | None, grace: Sec
 
 def renewal_cannot_delay(
     slot: NodeSlot, occ: Occupant, holds_until: Seconds, grace: Seconds, min_slice: Seconds, now: Seconds
-) -> Seconds | bool:
+) -> Capped | bool:
     """The backfill test for a running job renewing its slice: work that does not yield to the node's planned start
     was never counted on, so it may renew; work that yields must fit the spare room or end in time."""
     c = slot.claim

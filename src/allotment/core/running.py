@@ -30,7 +30,7 @@ from allotment.core.model import (
 )
 from allotment.core.placement import node_size, nodes_needed
 from allotment.core.preemption import fewest_victims, reservation_claims
-from allotment.core.reservations import claim, earliest_on_node, renewal_cannot_delay, use_spare_renewal
+from allotment.core.reservations import Capped, claim, earliest_on_node, renewal_cannot_delay, use_spare_renewal
 from allotment.core.state import Carried, CycleState
 from allotment.core.units import cost
 
@@ -111,8 +111,8 @@ def _renewal_blocker(st: CycleState, job_id: str) -> Seconds | str:
         verdict = renewal_cannot_delay(slot, occ, end, grace, st.pol.min_slice, now)
         if verdict is False:
             return "GPUs reserved for a planned start"
-        if not isinstance(verdict, bool):
-            end = min(end, verdict)
+        if isinstance(verdict, Capped):
+            end = min(end, verdict.end)
     if end - now < st.pol.min_slice:
         return "a capacity window or planned start leaves less than the minimum slice"
     if st.available(job.budget) < cost(gpus, st.rate(pool), FULL_PRICE, end - now):

@@ -1,0 +1,41 @@
+"""Hatch build hook: compile the pure scheduling core (allotment.core) with mypyc into the wheel (decision 40).
+
+Off unless asked for: `HATCH_BUILD_HOOK_ENABLE_CUSTOM=true pip install --no-deps .` builds a wheel whose
+allotment/core modules are C extensions next to their sources (Python imports the extension first). Editable
+installs (development) always stay pure Python, so an edited module is never shadowed by a stale build.
+
+Must not: compile anything outside allotment.core (the shell depends on SQLAlchemy, FastAPI and friends, which
+gain little and would tie the build to their types).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+
+class CompileCore(BuildHookInterface):  # type: ignore[type-arg]
+    PLUGIN_NAME = "custom"
+
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        if self.target_name != "wheel" or version == "editable":
+            return
+        work = Path(tempfile.mkdtemp(prefix="allot-mypyc-"))
+        core = work / "allotment" / "core"
+        shutil.copytree(Path(self.root) / "src" / "allotment" / "core", core)
+        (work / "allotment" / "__init__.py").write_text("")
+        modules = sorted(str(p.relative_to(work)) for p in core.glob("*.py"))
+        subprocess.run([sys.executable, "-m", "mypyc", *modules], cwd=work, check=True)
+        built = [*work.glob("*.so"), *core.glob("*.so")]
+        if not any(p.parent == core for p in built):
+            raise RuntimeError("mypyc built no extension for allotment.core")
+        for path in built:
+            build_data["force_include"][str(path)] = str(path.relative_to(work))
+        build_data["pure_python"] = False
+        build_data["infer_tag"] = True

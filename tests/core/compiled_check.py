@@ -1,0 +1,46 @@
+"""Prints the decisions of the equivalence cases (test_equivalence.build_cases) in a canonical JSON form, for
+comparing the pure core with its mypyc-compiled build (test_compiled_core.py). Run from the repository root:
+
+    PYTHONPATH=. .venv/bin/python -m tests.core.compiled_check             # whichever core is imported
+    PYTHONPATH=build/compiled-core:. .venv/bin/python -m tests.core.compiled_check
+
+Numbers are written as floats (a value annotated float may be an int in pure Python and a float when compiled)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from enum import Enum
+from typing import Any
+
+import allotment.core.cycle
+from allotment.core.cycle import AllotmentPolicy
+from tests.core.test_equivalence import build_cases
+
+
+def canon(x: Any) -> Any:
+    if x is None or isinstance(x, (bool, str)):
+        return x
+    if isinstance(x, (int, float)):
+        return repr(float(x))
+    if isinstance(x, Enum):
+        return x.value
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return {f.name: canon(getattr(x, f.name)) for f in dataclasses.fields(x)}
+    if isinstance(x, dict):
+        return [[canon(k), canon(v)] for k, v in x.items()]  # order kept: it is part of the decision
+    if isinstance(x, (list, tuple)):
+        return [canon(v) for v in x]
+    raise TypeError(f"cannot write {type(x).__name__}")
+
+
+def main() -> None:
+    cases: dict[str, Any] = {}
+    for name, snap, at in build_cases():
+        cases[name] = canon(AllotmentPolicy().decide(snap, at))
+    json.dump({"core": allotment.core.cycle.__file__, "cases": cases}, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

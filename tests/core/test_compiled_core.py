@@ -1,0 +1,47 @@
+"""The mypyc-compiled core (decision 40) decides exactly as the pure one: every equivalence case, every decision and
+pending reason, compared in a canonical form. Builds the compiled wheel with scripts/build-compiled-core (a C
+compiler and the Python headers are needed; in CI a failure to build fails this test)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _decisions(pythonpath: str) -> dict[str, object]:
+    env = {**os.environ, "PYTHONPATH": pythonpath}
+    run = subprocess.run(
+        [sys.executable, "-m", "tests.core.compiled_check"],
+        check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    found: dict[str, object] = json.loads(run.stdout)
+    return found
+
+
+def test_the_compiled_core_decides_exactly_as_the_pure_one(tmp_path: Path) -> None:
+    built = tmp_path / "compiled"
+    run = subprocess.run(
+        [str(ROOT / "scripts" / "build-compiled-core"), str(built)],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    pure = _decisions(str(ROOT))
+    compiled = _decisions(f"{built}{os.pathsep}{ROOT}")
+    assert str(pure["core"]).endswith(".py") and str(compiled["core"]).endswith(".so")
+    assert isinstance(pure["cases"], dict) and isinstance(compiled["cases"], dict)
+    assert list(compiled["cases"]) == list(pure["cases"])
+    differing = [name for name in pure["cases"] if compiled["cases"][name] != pure["cases"][name]]
+    assert not differing, f"the compiled core decides otherwise in {differing}"
