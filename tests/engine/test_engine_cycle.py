@@ -38,13 +38,18 @@ def test_a_failing_job_is_failed_with_its_exit_code(db: Engine) -> None:
     assert rig.runs("bad")[0].exit_code == 3
 
 
-def test_opportunistic_work_is_preempted_with_notice_requeued_and_charged_at_its_price(db: Engine) -> None:
-    rig = Rig(db)
-    t = rig.clock.now()
+def _fleet_full_of_opportunistic_work(rig: Rig) -> None:
+    """Four 8-GPU opportunistic jobs of finetune (grace 30 s) fill the small example's four nodes."""
     for i in range(4):
         rig.submit(f"o{i}", "finetune", "eli", 8, contract=ContractClass.OPPORTUNISTIC, grace=30)
     rig.step()
     assert [rig.state(f"o{i}") for i in range(4)] == ["running"] * 4
+
+
+def test_opportunistic_work_is_preempted_with_notice_requeued_and_charged_at_its_price(db: Engine) -> None:
+    rig = Rig(db)
+    t = rig.clock.now()
+    _fleet_full_of_opportunistic_work(rig)
     rig.submit("g", "pretrain", "ben", 8, outcome=Outcome(duration=600))
     rig.step(t + 100)
     victims = [f"o{i}" for i in range(4) if rig.state(f"o{i}") == "preempting"]
@@ -130,9 +135,7 @@ def test_the_snapshot_reuses_an_unchanged_run_and_rebuilds_a_changed_one(db: Eng
 def test_a_cycles_intents_are_recorded_in_the_order_it_acted(db: Engine) -> None:
     rig = Rig(db)
     t = rig.clock.now()
-    for i in range(4):
-        rig.submit(f"o{i}", "finetune", "eli", 8, contract=ContractClass.OPPORTUNISTIC, grace=30)
-    rig.step()
+    _fleet_full_of_opportunistic_work(rig)
     rig.cancel("o3")
     rig.submit("g", "pretrain", "ben", 8, replicas=2)  # two nodes: the one o3 leaves and one more
     rig.step(t + 100)

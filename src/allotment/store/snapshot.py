@@ -137,6 +137,21 @@ def _fill_cache(conn: Connection, ids: list[str], cache: dict[str, Job]) -> None
             )
 
 
+RUN_COLUMNS = (
+    RunRow.started_at,
+    RunRow.run_class,
+    RunRow.slice_end,
+    RunRow.signalled_at,
+    RunRow.kill_at,
+    RunRow.preempt_reason,
+    RunRow.preemptor,
+    RunRow.idle_since,
+    RunRow.backfill_for,
+    RunRow.attempt,
+)
+"""The columns of an open run a running job is built from (with its placement, which never changes)."""
+
+
 def _run(placement: Any, columns: tuple[Any, ...]) -> Run:
     started, run_class, slice_end, signalled, kill_at, reason, preemptor, idle_since, backfill_for, _ = columns
     preemption = None
@@ -202,55 +217,18 @@ def load_snapshot(
     run_rows = conn.execute(
         select(
             RunRow.job_id,
-            RunRow.attempt,
             RunRow.placement,
-            RunRow.started_at,
-            RunRow.run_class,
-            RunRow.slice_end,
-            RunRow.signalled_at,
-            RunRow.kill_at,
-            RunRow.preempt_reason,
-            RunRow.preemptor,
-            RunRow.idle_since,
-            RunRow.backfill_for,
             RunRow.rate_micro,
             RunRow.price,
             RunRow.price_since,
             RunRow.charged_until,
+            *RUN_COLUMNS,
         ).where(RunRow.ended_at.is_(None))
     )
     accrued: dict[str, Micro] = {}
-    for (
-        job_id,
-        attempt,
-        placement,
-        started,
-        run_class,
-        slice_end,
-        signalled,
-        kill_at,
-        reason,
-        preemptor,
-        idle_since,
-        backfill_for,
-        rate,
-        price,
-        price_since,
-        charged_until,
-    ) in run_rows:
-        columns = (
-            started,
-            run_class,
-            slice_end,
-            signalled,
-            kill_at,
-            reason,
-            preemptor,
-            idle_since,
-            backfill_for,
-            attempt,
-        )
-        runs[job_id] = (columns, placement)
+    for row in run_rows:
+        job_id, placement, rate, price, price_since, charged_until = row[:6]
+        runs[job_id] = (tuple(row[6:]), placement)
         accrued[job_id] = unposted(rate, price, price_since, charged_until, now)
 
     jobs: list[Job] = []
