@@ -17,14 +17,27 @@ Must not: define tables or queries.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.orm import Session, sessionmaker
+
+IN_BATCH = 500
+"""Values per `column IN (…)` list: well under SQLite's and PostgreSQL's parameter limits."""
+
+
+_T = TypeVar("_T")
+
+
+def in_batches(values: Sequence[_T], size: int = IN_BATCH) -> Iterator[Sequence[_T]]:
+    """`values` in slices of at most `size`, for queries that select by a long list of keys."""
+    for i in range(0, len(values), size):
+        yield values[i : i + size]
+
 
 DATA_DIR_ENV = "ALLOT_DATA_DIR"
 URL_ENV = "ALLOT_DATABASE_URL"

@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from allotment.core.model import ContractClass, JobKind, Seconds
+from allotment.store.db import in_batches
 from allotment.store.tables import JobEventRow, JobRow
 
 
@@ -113,8 +114,8 @@ def submit_many(session: Session, subs: Sequence[Submission], now: Seconds) -> l
     this one fail with IntegrityError (the caller retries the batch one submission at a time)."""
     keys = sorted({s.request_id for s in subs if s.request_id is not None})
     known: dict[str, JobRow | NewJob] = {}
-    for i in range(0, len(keys), 500):
-        rows = session.scalars(select(JobRow).where(JobRow.request_id.in_(keys[i : i + 500])))
+    for batch in in_batches(keys):
+        rows = session.scalars(select(JobRow).where(JobRow.request_id.in_(batch)))
         known.update((row.request_id, row) for row in rows if row.request_id is not None)
     out: list[tuple[JobRow | NewJob, bool]] = []
     new_jobs: list[dict[str, Any]] = []

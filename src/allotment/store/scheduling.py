@@ -25,7 +25,7 @@ from allotment.ports.executor import EventKind, ExecutorEvent, LaunchSpec
 from allotment.ports.store import CycleReport, Decide, Intent, IntentKind
 from allotment.store.accounts import open_period, post
 from allotment.store.apply import Applier, end_run, open_run, write_reasons
-from allotment.store.db import reading
+from allotment.store.db import in_batches, reading
 from allotment.store.records import get_state, set_state, transition
 from allotment.store.snapshot import SnapshotCache, load_snapshot
 from allotment.store.tables import BudgetUsageRow, IntentRow, JobRow, PeriodRow, RunRow
@@ -66,10 +66,8 @@ class SqlSchedulingStore:
             runs = self._runs_of(session, {(ev.job_id, ev.attempt) for ev in events})
             ending = sorted({ev.job_id for ev in events if ev.kind in (EventKind.EXITED, EventKind.LOST)})
             jobs: dict[str, JobRow] = {}  # held here: the session keeps unchanged rows only weakly
-            for k in range(0, len(ending), 500):
-                jobs.update(
-                    (j.id, j) for j in session.scalars(select(JobRow).where(JobRow.id.in_(ending[k : k + 500])))
-                )
+            for batch in in_batches(ending):
+                jobs.update((j.id, j) for j in session.scalars(select(JobRow).where(JobRow.id.in_(batch))))
             for ev in events:
                 run = runs.get((ev.job_id, ev.attempt))
                 if run is None or run.ended_at is not None:
@@ -95,9 +93,8 @@ class SqlSchedulingStore:
         jobs = sorted({job_id for job_id, _ in keys})
         attempts = sorted({attempt for _, attempt in keys})
         found: dict[tuple[str, int], RunRow] = {}
-        for k in range(0, len(jobs), 500):
-            chunk = jobs[k : k + 500]
-            for run in session.scalars(select(RunRow).where(RunRow.job_id.in_(chunk), RunRow.attempt.in_(attempts))):
+        for batch in in_batches(jobs):
+            for run in session.scalars(select(RunRow).where(RunRow.job_id.in_(batch), RunRow.attempt.in_(attempts))):
                 if (run.job_id, run.attempt) in keys:
                     found[(run.job_id, run.attempt)] = run
         return found

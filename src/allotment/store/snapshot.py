@@ -40,6 +40,7 @@ from allotment.core.model import (
 from allotment.core.units import charge_between
 from allotment.ledger.entries import INFRASTRUCTURE
 from allotment.store.accounts import balances
+from allotment.store.db import in_batches
 from allotment.store.metering import usages
 from allotment.store.tables import (
     BudgetRow,
@@ -78,7 +79,7 @@ def unposted(rate: Micro, price: int, price_since: Seconds, charged_until: Secon
 
 def _fill_cache(conn: Connection, ids: list[str], cache: dict[str, Job]) -> None:
     """Read the jobs not seen before (what a job asks for never changes after submission)."""
-    for k in range(0, len(ids), 500):
+    for batch in in_batches(ids):
         for row in conn.execute(
             select(
                 JobRow.id,
@@ -97,7 +98,7 @@ def _fill_cache(conn: Connection, ids: list[str], cache: dict[str, Job]) -> None
                 JobRow.clusters,
                 JobRow.fallback_opportunistic,
                 JobRow.requeue,
-            ).where(JobRow.id.in_(ids[k : k + 500]))
+            ).where(JobRow.id.in_(batch))
         ):
             (
                 jid,
