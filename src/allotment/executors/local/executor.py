@@ -130,14 +130,14 @@ class LocalExecutor:
                 sv.write_json(d / sv.TERMINATE, {**existing, "kill_at": kill_at})
                 self._enforce_deadline(d, job)
             return
-        signalled = False
-        if job is not None:
-            _signal_job(job, signal.SIGTERM)
-            signalled = True
+        # The record is written before the signal: a job that handles SIGTERM may exit at once, and its
+        # supervisor must already see that it was asked to stop ("after SIGTERM"), not a plain exit.
         sv.write_json(
             d / sv.TERMINATE,
-            {"requested_at": now, "grace": grace, "kill_at": kill_at, "signalled": signalled},
+            {"requested_at": now, "grace": grace, "kill_at": kill_at, "signalled": job is not None},
         )
+        if job is not None:
+            _signal_job(job, signal.SIGTERM)
         self._enforce_deadline(d, job)
 
     def poll(self) -> list[ExecutorEvent]:
