@@ -1,12 +1,12 @@
 """Rule `slice-funding` (docs/policy.md §6): the terms a pending job could start on now.
 
-Owns: the pools a job could ever run in, with the GPUs it would hold and the cost of a whole slice there
-(pool_costs), and its Terms: the run class, the pools whose slice its budget can pay for — a slice on a pool with
-capacity windows is capped or refused by `slice_end_before_window` and `window_lends_idle` — with the slice end in
-each, or the blocker when there is none; an unfunded guaranteed job that accepts it runs opportunistically instead
-(promise 2). Terms are cached per job shape and budget until the budget's promised money changes (so they may lag a
-window count changed by another budget's start in the same cycle), and interned: equal Terms are one object within a
-cycle, so callers may key caches on their identity.
+Owns: the pools a job could ever run in, with the GPUs it would hold and the cost of a whole slice there; what
+keeps a job waiting apart from GPUs (standing_blocker); and its Terms: the run class, the pools whose slice its
+budget can pay for — a slice on a pool with capacity windows is capped or refused by `slice_end_before_window` and
+`window_lends_idle` — with the slice end in each, or the blocker when there is none; an unfunded guaranteed job that
+accepts it runs opportunistically instead (promise 2). Terms are cached per job shape and budget until the budget's
+promised money changes (so they may lag a window count changed by another budget's start in the same cycle), and
+interned: equal Terms are one object within a cycle, so callers may key caches on their identity.
 
 Must not: place jobs, or decide the order in which they are served.
 """
@@ -86,10 +86,19 @@ def terms(st: CycleState, job: Job) -> Terms:
     return found
 
 
-def pool_costs(st: CycleState, job: Job) -> tuple[tuple[Pool, int, Micro], ...]:
-    """(pool, GPUs held there, cost of a whole slice there) for every pool the job could ever run in (it does not
-    depend on the budget)."""
-    return _shape(st, job).usable
+def standing_blocker(st: CycleState, job: Job) -> Blocker:
+    """What keeps a job waiting apart from GPUs, by the slice-funding rule alone: NO_POOL when no pool could ever
+    hold it, the terms' blocker where its pools have windows, FUNDS when the budget cannot pay for a slice in any
+    pool and the job will not run opportunistically, else CAPACITY (its limits are not looked at)."""
+    shape = _shape(st, job)
+    if not shape.usable:
+        return Blocker.NO_POOL
+    if shape.windowed:
+        return terms(st, job).blocker or Blocker.CAPACITY
+    if job.contract is ContractClass.OPPORTUNISTIC or job.fallback_opportunistic:
+        return Blocker.CAPACITY
+    # without windows every usable pool is plain, and plain_prices holds their distinct costs, cheapest first
+    return Blocker.CAPACITY if st.available(job.budget) >= shape.plain_prices[0] else Blocker.FUNDS
 
 
 def _shape(st: CycleState, job: Job) -> _Shape:

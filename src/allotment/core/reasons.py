@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from allotment.core.capacity import Pool
 from allotment.core.decisions import Blocker, Hint, HintKind, Reserve, WaitReason
-from allotment.core.funding import pool_costs, terms
-from allotment.core.model import ContractClass, Job, JobKind, ReservationKind, RunClass, Seconds
+from allotment.core.funding import standing_blocker
+from allotment.core.model import Job, JobKind, ReservationKind, RunClass, Seconds
 from allotment.core.placement import gpus_held, node_size, nodes_needed
 from allotment.core.reservations import earliest_on_node
 from allotment.core.state import CycleState
@@ -38,10 +38,9 @@ class Explainer:
         self._hints: dict[tuple[object, ...], tuple[Hint, ...]] = {}
         self._reserves: dict[str, Reserve] = {r.job_id: r for r in st.reserves}
         self._reasons: dict[tuple[object, ...], WaitReason] = {}
-        self._checked: dict[tuple[object, ...], Blocker] = {}
         self._with_room: dict[tuple[int, int], list[Pool]] = {}
         self._windows: dict[tuple[object, ...], list[tuple[int, str, str, int, str, str]]] = {}
-        self._pool_fit: dict[tuple[Pool, int, int], tuple[Seconds | None, int, int]] = {}
+        self._pool_fit: dict[tuple[Pool, int], tuple[list[Seconds], int, int]] = {}
         self._pool_free: dict[Pool, int] = {}
         self._room: dict[tuple[object, ...], tuple[Hint, ...]] = {}
         self._latest_claim: dict[tuple[object, ...], Seconds | None] = {}
@@ -50,9 +49,9 @@ class Explainer:
         st = self.st
         pools = st.pools(job)
         need = job.total_gpus
-        free, earliest, fits_unclaimed, fits_claimed = self._fit_info(job, pools)
         res = self._reserves.get(job.id)
         if res is not None:
+            free = self._fit_info(job, pools)[0]
             nodes = ", ".join(n for n, _ in res.nodes[:4]) + (" …" if len(res.nodes) > 4 else "")
             if res.kind is ReservationKind.PREEMPTION:
                 return WaitReason(
@@ -84,42 +83,17 @@ class Explainer:
         hit = self._reasons.get(key)
         if hit is not None:
             return hit
+        free, earliest, fits_unclaimed, fits_claimed = self._fit_info(job, pools)
         reason = self._explain(job, blocker, pools, free, earliest, fits_unclaimed, fits_claimed)
         self._reasons[key] = reason
         return reason
 
     def _checked_blocker(self, job: Job) -> Blocker:
-        """The blocker of a job the fast path passed over: its limits and funds, else capacity (the same for every
-        job of one budget and shape: the cycle's state no longer changes)."""
-        key = (
-            job.budget,
-            job.gpu_types,
-            job.clusters,
-            job.gpus,
-            job.replicas,
-            job.kind,
-            job.contract,
-            job.slice_seconds,
-            job.fallback_opportunistic,
-        )
-        found = self._checked.get(key)
-        if found is None:
-            found = self._checked[key] = self._check_blocker(job)
-        return found
-
-    def _check_blocker(self, job: Job) -> Blocker:
-        st = self.st
-        if st.within_limits(job, job.total_gpus) is not None:
+        """The blocker of a job the fast path passed over: its limits and funds, else capacity (the cycle's state
+        no longer changes)."""
+        if self.st.within_limits(job, job.total_gpus) is not None:
             return Blocker.LIMIT
-        costs = pool_costs(st, job)
-        if not costs:
-            return Blocker.NO_POOL
-        if any(pool in st.windows.by_pool for pool, _, _ in costs):
-            return terms(st, job).blocker or Blocker.CAPACITY
-        if job.contract is ContractClass.OPPORTUNISTIC or job.fallback_opportunistic:
-            return Blocker.CAPACITY
-        available = st.available(job.budget)
-        return Blocker.CAPACITY if any(available >= c for _, _, c in costs) else Blocker.FUNDS
+        return standing_blocker(self.st, job)
 
     def _explain(
         self,
@@ -177,7 +151,13 @@ class Explainer:
     def _fit_in(self, pool: Pool, need: int, k: int) -> tuple[Seconds | None, int, int]:
         """(the earliest time k nodes of the pool could each hold `need` GPUs, given known leave times; nodes with
         `need` free GPUs now that no reservation claims; those that one claims)."""
-        key = (pool, need, k)
+        times, fit_u, fit_c = self._pool_times(pool, need)
+        return (times[k - 1] if len(times) >= k else None), fit_u, fit_c
+
+    def _pool_times(self, pool: Pool, need: int) -> tuple[list[Seconds], int, int]:
+        """(for each node of the pool that could ever hold `need` GPUs, the earliest time it could, in order; the
+        nodes with `need` free GPUs now that no reservation claims; those that one claims)."""
+        key = (pool, need)
         found = self._pool_fit.get(key)
         if found is not None:
             return found
@@ -196,11 +176,8 @@ class Explainer:
                     fit_u += 1
                 else:
                     fit_c += 1
-        t_pool: Seconds | None = None
-        if len(times) >= k:
-            times.sort()
-            t_pool = times[k - 1]
-        found = self._pool_fit[key] = (t_pool, fit_u, fit_c)
+        times.sort()
+        found = self._pool_fit[key] = (times, fit_u, fit_c)
         return found
 
     def _message(self, job: Job, blocker: Blocker, pools: tuple[Pool, ...], free: int) -> str:
@@ -274,17 +251,14 @@ class Explainer:
 
     # -- hints -------------------------------------------------------------------------------------------------
     def _hints_for(self, job: Job, pools: tuple[Pool, ...], blocker: Blocker) -> tuple[Hint, ...]:
-        key = (
-            id(pools),
-            job.gpus,
-            job.replicas,
-            blocker,
-            job.budget if blocker is Blocker.FUNDS else None,
-            job.slice_seconds,
-            job.fallback_opportunistic,
-            job.kind,
-            job.grace,
-        )
+        # what the hints of each blocker depend on (see _compute_hints)
+        key: tuple[object, ...]
+        if blocker is Blocker.FUNDS:
+            key = (id(pools), job.gpus, job.replicas, blocker, job.budget, job.fallback_opportunistic, job.kind)
+        elif blocker is Blocker.RESERVED:
+            key = (id(pools), job.gpus, job.replicas, blocker, job.kind, job.grace)
+        else:
+            key = (id(pools), job.gpus, job.replicas, blocker)
         hit = self._hints.get(key)
         if hit is None:
             hit = tuple(self._compute_hints(job, pools, blocker))
