@@ -45,3 +45,7 @@ def test_the_compiled_core_decides_exactly_as_the_pure_one(tmp_path: Path) -> No
     assert list(compiled["cases"]) == list(pure["cases"])
     differing = [name for name in pure["cases"] if compiled["cases"][name] != pure["cases"][name]]
     assert not differing, f"the compiled core decides otherwise in {differing}"
+    # nor may the compiled build leave reference cycles (a compiled closure keeping state makes one with its
+    # environment): everything a cycle builds is freed by reference counting
+    garbage = compiled["cyclic_garbage"]
+    assert isinstance(garbage, dict) and set(garbage.values()) == {0}, garbage

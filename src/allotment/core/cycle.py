@@ -19,6 +19,8 @@ Owns: the order of the cycle's steps. Each step is a named rule documented in do
 10. explain-waiting      — every job still pending gets a reason in numbers, an estimated start and hints
                            (reasons.py); draining nodes get their estimated empty time
 
+Then the cycle's state is released (CycleState.release) so that reference counting frees it at once.
+
 Must not: read a clock, touch I/O or draw random numbers: the same snapshot and `now` always give the same decisions.
 """
 
@@ -59,7 +61,7 @@ class AllotmentPolicy:
         pending = {
             job.id: explainer.explain(job) for job in snapshot.jobs if job.run is None and job.id not in st.started
         }
-        return Decisions(
+        decisions = Decisions(
             starts=tuple(st.starts),
             preempts=tuple(st.preempts),
             renews=tuple(st.renews),
@@ -69,6 +71,8 @@ class AllotmentPolicy:
             drain_estimates=drain_estimates(st),
             standings=standings,
         )
+        st.release()
+        return decisions
 
 
 def _standings(st: CycleState) -> dict[str, Standing]:

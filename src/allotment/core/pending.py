@@ -261,7 +261,7 @@ def _consider(
         below = st.fs.standing(job.budget) < 1.0
         # the rule takes opportunistic work alone, and, when `below`, slice-expired work on budget-dependent terms
         indexed = (("for-guaranteed",), _opportunistic_yields_to_guaranteed, not below)
-        if place_by_preemption(st, job, t, _guaranteed_victims(st, job, t, below), indexed=indexed):
+        if place_by_preemption(st, job, t, _GuaranteedVictims(st, job, t, below), indexed=indexed):
             return True
         if not below:
             preempt_failed.add(key)
@@ -295,26 +295,34 @@ def _opportunistic_yields_to_guaranteed(occ: Occupant) -> PreemptReason | None:
     return opportunistic_yields(occ, PreemptReason.FOR_GUARANTEED)
 
 
-def _guaranteed_victims(st: CycleState, job: Job, t: Terms, below: bool) -> Callable[[Occupant], PreemptReason | None]:
-    rate = min(st.rate(p) for p in t.pools)
-    after = st.fs.standing_after(job.budget, credits_per_hour(job.total_gpus, rate)) if below else 0.0
-    losses: dict[tuple[str, int], float] = {}
+class _GuaranteedVictims:
+    """The victim rule of a guaranteed job (rule `preempt-for-guaranteed`): opportunistic work, and when the
+    preemptor's budget is `below` its share, slice-expired work on budget-dependent terms. A class rather than a
+    closure: a compiled closure that keeps state forms a reference cycle with its environment."""
 
-    def loss(occ: Occupant) -> float:
+    def __init__(self, st: CycleState, job: Job, t: Terms, below: bool) -> None:
+        self.st = st
+        self.budget = job.budget
+        self.below = below
+        rate = min(st.rate(p) for p in t.pools)
+        self.after = st.fs.standing_after(job.budget, credits_per_hour(job.total_gpus, rate)) if below else 0.0
+        self.losses: dict[tuple[str, int], float] = {}
+
+    def loss(self, occ: Occupant) -> float:
         run = occ.job.run
         gpus = 0 if run is None else run.gpu_count
         k = (occ.job.budget, gpus)
+        losses = self.losses
         if k not in losses:
+            st = self.st
             losses[k] = st.fs.standing_after(occ.job.budget, -credits_per_hour(gpus, st.rate_of_run(occ.job)))
         return losses[k]
 
-    def rule(occ: Occupant) -> PreemptReason | None:
+    def __call__(self, occ: Occupant) -> PreemptReason | None:
         found = _opportunistic_yields_to_guaranteed(occ)
-        if found is None and below:
-            found = expired_yields_to_under_share(occ, st.now, job.budget, after, loss)
+        if found is None and self.below:
+            found = expired_yields_to_under_share(occ, self.st.now, self.budget, self.after, self.loss)
         return found
-
-    return rule
 
 
 def headroom_refill(st: CycleState) -> None:

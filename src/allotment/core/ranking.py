@@ -82,3 +82,7 @@ class Rankings:
         if found is None:
             found = self._made[(name, pool)] = NodeRanking(self._cap, pool, nodes(), value, order)
         return found
+
+    def clear(self) -> None:
+        """Forget every ranking (their value functions may refer back to the cycle's state)."""
+        self._made.clear()

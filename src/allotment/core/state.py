@@ -123,7 +123,15 @@ class CycleState:
         """Per pool with windows, owner, job size, kind, slice and slices granted on the pool (funding)."""
         self.rankings = Rankings(self.cap)
         """Per-pool node rankings kept for the cycle (victims for preemption, earliest possible starts for plans)."""
-        self.victims = VictimIndex(self.rankings, self.cap, now, self.grace, self.quick_occupant)
+        # plain functions, not bound methods: the index must not refer back to the state (a reference cycle would
+        # leave the whole cycle's state to Python's cyclic collector instead of freeing it when decide() returns)
+        self.victims = VictimIndex(
+            self.rankings,
+            self.cap,
+            now,
+            _grace_rule(self.pol.max_grace),
+            _quick_rule(self.pol.headroom_max_grace, self.pol.max_grace),
+        )
         self.queues: dict[str, list[Job]] = {}
         """Pending batch jobs of each budget in the budget's own order: priority, then age, then id."""
         for job in snapshot.jobs:
@@ -132,6 +140,15 @@ class CycleState:
         for queue in self.queues.values():
             queue.sort(key=lambda j: (-j.priority, j.submitted_at, j.id))
         self._pools: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[Pool, ...]] = {}
+
+    def release(self) -> None:
+        """End of the cycle: drop what refers back to this state — rankings keep victim rules and claims keep
+        `yields_to` rules, closures over it — so that everything the cycle built is freed by reference counting
+        when decide() returns, not left in reference cycles for Python's cyclic collector. Nothing may use the
+        state afterwards."""
+        self.rankings.clear()
+        for slot in self.cap.nodes:
+            slot.claim = None
 
     def intern(self, value: _T) -> _T:
         """The cycle's canonical object equal to `value` (kept alive for the cycle, so its identity is a key)."""
@@ -224,35 +241,7 @@ class CycleState:
         budgets' fair-share standings (so two budgets can never hand GPUs back and forth without one of them having
         gained usage), or when the holder has waited longer than `starvation_after`. A budget's own work never gives
         way to its own planned start. Work placed around the plan (backfill) always gives way to it."""
-        starving = self.now - holder.submitted_at >= self.pol.starvation_after
-        rate = min((self.rate(p) for p in self.pools(holder)), default=0)
-        gain = credits_per_hour(holder.total_gpus, rate)
-        before = self.fs.standing(holder.budget)
-        verdicts: dict[tuple[str, int], bool] = {}
-
-        def yields(occ: Occupant) -> bool:
-            job = occ.job
-            placed_under = job.run.backfill_for if job.run is not None else self.backfill_of.get(job.id)
-            if placed_under is not None and placed_under in (holder.id, also):
-                return True
-            if job.budget == holder.budget:
-                return False
-            # work started earlier in this cycle is judged like running work (next cycle it will be running)
-            slice_end, held, rate_held = (
-                (job.run.slice_end, job.run.gpu_count, self.rate_of_run(job))
-                if job.run is not None
-                else self.started_terms[job.id]
-            )
-            if slice_end is None or starving:
-                return True
-            key = (job.budget, held)
-            if key not in verdicts:
-                loss = credits_per_hour(held, rate_held)
-                g_after, l_after = self.fs.standings_after_swap(holder.budget, gain, job.budget, loss)
-                verdicts[key] = max(g_after, l_after) < max(before, self.fs.standing(job.budget))
-            return verdicts[key]
-
-        return yields
+        return _GivesWay(self, holder, also)
 
     # -- acting ------------------------------------------------------------------------------------------------
     def start(self, job: Job, placement: Placement, run_class: RunClass, slice_end: Seconds | None, rule: str) -> None:
@@ -296,3 +285,56 @@ class CycleState:
         self.preempted.add(occ_job.id)
         for occ in self.occupants.get(occ_job.id, ()):
             self.cap.update_occupant(occ, leaving=True, preemptible=False, leave=self.now + grace)
+
+
+def _grace_rule(max_grace: Seconds) -> Callable[[Job], Seconds]:
+    def grace(job: Job) -> Seconds:
+        return grace_of(job, max_grace)
+
+    return grace
+
+
+def _quick_rule(headroom_max_grace: Seconds, max_grace: Seconds) -> Callable[[Occupant], bool]:
+    def quick(occ: Occupant) -> bool:
+        return is_quick(occ.job, headroom_max_grace, max_grace)
+
+    return quick
+
+
+class _GivesWay:
+    """CycleState.yields_to's rule for one holder (a class rather than a closure: a compiled closure that keeps
+    state forms a reference cycle with its environment, which only Python's cyclic collector frees)."""
+
+    def __init__(self, st: CycleState, holder: Job, also: str | None) -> None:
+        self.st = st
+        self.holder = holder
+        self.also = also
+        self.starving = st.now - holder.submitted_at >= st.pol.starvation_after
+        rate = min((st.rate(p) for p in st.pools(holder)), default=0)
+        self.gain = credits_per_hour(holder.total_gpus, rate)
+        self.before = st.fs.standing(holder.budget)
+        self.verdicts: dict[tuple[str, int], bool] = {}
+
+    def __call__(self, occ: Occupant) -> bool:
+        st, holder = self.st, self.holder
+        job = occ.job
+        placed_under = job.run.backfill_for if job.run is not None else st.backfill_of.get(job.id)
+        if placed_under is not None and placed_under in (holder.id, self.also):
+            return True
+        if job.budget == holder.budget:
+            return False
+        # work started earlier in this cycle is judged like running work (next cycle it will be running)
+        slice_end, held, rate_held = (
+            (job.run.slice_end, job.run.gpu_count, st.rate_of_run(job))
+            if job.run is not None
+            else st.started_terms[job.id]
+        )
+        if slice_end is None or self.starving:
+            return True
+        key = (job.budget, held)
+        verdicts = self.verdicts
+        if key not in verdicts:
+            loss = credits_per_hour(held, rate_held)
+            g_after, l_after = st.fs.standings_after_swap(holder.budget, self.gain, job.budget, loss)
+            verdicts[key] = max(g_after, l_after) < max(self.before, st.fs.standing(job.budget))
+        return verdicts[key]

@@ -5,10 +5,11 @@ Owns: the order of one cycle and the reconciliation after a restart. One cycle:
  1. now            — read the clock (the only clock read of the cycle)
  2. hear           — poll the executor and record what it reports (started, exited with code, lost with its node)
                      in one transaction
- 3. decide + apply — in ONE transaction (Store.cycle): roll the budget period over if one began, advance fair-share
-                     usage, act on cancellations, load the snapshot, call the policy's decide(snapshot, now), apply
-                     the decisions (job transitions with reasons, runs, slices, reservations, ledger charges,
-                     pending reasons) and record executor commands as intents (an outbox)
+ 3. decide + apply — in ONE transaction (Store.cycle), with the cyclic garbage collector paused (collector.py):
+                     roll the budget period over if one began, advance fair-share usage, act on cancellations, load
+                     the snapshot, call the policy's decide(snapshot, now), apply the decisions (job transitions with
+                     reasons, runs, slices, reservations, ledger charges, pending reasons) and record executor
+                     commands as intents (an outbox)
  4. deliver        — hand the undelivered intents to the executor (launch is idempotent per attempt, terminate
                      keeps its first deadline), then mark them delivered
 
@@ -26,6 +27,7 @@ import threading
 from dataclasses import dataclass
 
 from allotment.core.policy import Policy
+from allotment.engine.collector import collector_paused
 from allotment.ports.clock import Clock
 from allotment.ports.executor import EventKind, Executor, ExecutorEvent
 from allotment.ports.store import CycleReport, IntentKind, SchedulingStore
@@ -64,7 +66,8 @@ class Engine:
     def step(self) -> CycleReport:
         now = self.clock.now()
         self.store.record_events(self.executor.poll(), now)
-        report = self.store.cycle(self.policy.decide, now)
+        with collector_paused():  # decide + apply allocate much short-lived garbage (engine/collector.py)
+            report = self.store.cycle(self.policy.decide, now)
         self.deliver()
         return report
 
