@@ -73,13 +73,24 @@ class Explainer:
         blocker = st.blockers.get(job.id, Blocker.CAPACITY)
         if job.id in st.unchecked:
             blocker = self._checked_blocker(job)
-        # the message and hints depend on the slice and the user only for these blockers
+        # what the reason depends on besides the blocker, the pools and the job's size and kind (see _message and
+        # _compute_hints): the budget, except where the message does not name it; the slice, the grace and the user
+        # only for some blockers
+        who: str | None = job.budget
         detail: tuple[object, ...] = ()
-        if blocker in (Blocker.FUNDS, Blocker.RESERVED):
+        if blocker is Blocker.CAPACITY:
+            free, _, fits_unclaimed, fits_claimed = self._fit_info(job, pools)
+            if fits_claimed and not fits_unclaimed:
+                detail = (job.grace,)  # it will read RESERVED, whose shorter-slice hint depends on the grace
+            if free > 0:
+                who = None  # named only when no GPU is free in its pools
+        elif blocker in (Blocker.FUNDS, Blocker.RESERVED):
             detail = (job.slice_seconds, job.fallback_opportunistic, job.grace)
         elif blocker is Blocker.SESSION_LIMIT:
-            detail = (job.user, job.slice_seconds)
-        key = (blocker, job.budget, id(pools), job.gpus, job.replicas, job.kind, detail)
+            who, detail = None, (job.user, job.slice_seconds)
+        elif blocker is Blocker.NO_POOL:
+            who = None
+        key = (blocker, who, id(pools), job.gpus, job.replicas, job.kind, detail)
         hit = self._reasons.get(key)
         if hit is not None:
             return hit
