@@ -204,15 +204,17 @@ def _serve(st: CycleState, queues: dict[str, list[Job]], opportunistic_pass: boo
     preempt_failed: set[tuple[object, ...]] = set()
     while (b := st.fs.pick()) is not None:
         q = queues[b]
-        while pos[b] < len(q):
-            job = q[pos[b]]
-            pos[b] += 1
+        i = pos[b]
+        while i < len(q):
+            job = q[i]
+            i += 1
             verdict = _consider(st, job, free_failed, preempt_failed, opportunistic_pass)
             if verdict is None:
                 deferred.setdefault(b, []).append(job)
             elif verdict:
                 break
-        if pos[b] >= len(q):
+        pos[b] = i
+        if i >= len(q):
             st.fs.set_open(b, False)
     return deferred
 

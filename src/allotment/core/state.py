@@ -115,6 +115,10 @@ class CycleState:
         self.unchecked: set[str] = set()
         """Jobs passed over on the fast path (nothing could fit them): their funds and limits are checked only
         when their reason is explained."""
+        self._limited: dict[str, tuple[tuple[str, int], ...]] = {}
+        """Per budget: it and its ancestors that have a GPU limit, with the limit (within_limits)."""
+        self.terms_of: dict[tuple[object, ...], Any] = {}
+        """The cycle's one Terms object per value (funding._interned)."""
         self.shapes: dict[tuple[object, ...], Any] = {}
         """Per job shape: its usable pools and the terms found for it (funding.terms)."""
         self.pool_costs: dict[tuple[object, ...], Any] = {}
@@ -213,9 +217,15 @@ class CycleState:
 
     def within_limits(self, job: Job, gpus: int) -> str | None:
         """The name of the budget whose GPU limit this job would break, or None."""
-        for name in self.fs.ancestors(job.budget):
-            limit = self.budgets[name].max_gpus
-            if limit is not None and self.held.get(name, 0) + gpus > limit:
+        limited = self._limited.get(job.budget)
+        if limited is None:
+            limited = self._limited[job.budget] = tuple(
+                (name, limit)
+                for name in self.fs.ancestors(job.budget)
+                if (limit := self.budgets[name].max_gpus) is not None
+            )
+        for name, limit in limited:
+            if self.held.get(name, 0) + gpus > limit:
                 return name
         return None
 
