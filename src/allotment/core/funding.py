@@ -145,7 +145,7 @@ def _interned(
     """The cycle's one Terms object of this value (and its tuples), so that cache keys may use its identity."""
     pools, ends = st.intern(pools), st.intern(ends)
     # keyed by a plain tuple (a C-level hash), not by the Terms dataclass (its generated __hash__ runs as Python)
-    key = ("terms", run_class, pools, ends, blocker)
+    key = (run_class, pools, ends, blocker)
     found: Terms | None = st.terms_of.get(key)
     if found is None:
         found = st.terms_of[key] = Terms(run_class, pools, ends, blocker)
