@@ -93,3 +93,17 @@ def test_headroom_refill_leaves_fast_leaving_work_alone() -> None:
     w.running("quick", "red", {"c1-h100-01": 3}, contract=OPP, grace=10)
     d = decide(w.snapshot(), 60)
     assert d.preempts == ()
+
+
+def test_a_session_in_a_full_cluster_of_slice_work_is_told_what_holds_it_not_a_fair_share_turn() -> None:
+    w = world(headroom=0)
+    w.running("a", "blue", {"c1-h100-00": 8}, slice_end=HOUR)
+    w.running("b", "blue", {"c1-h100-01": 8}, slice_end=2 * HOUR)
+    w.session("s", "red", gpus=2)
+    d = decide(w.snapshot(), 0)
+    why = d.pending["s"]
+    assert (why.blocker, why.free_gpus, d.preempts) == (Blocker.CAPACITY, 0, ())
+    assert "fair-share turn" not in why.message
+    assert "a session may take" in why.message and "sessions start first" in why.message
+    # the first slice end plus the running job's grace (Job.grace defaults to 60 s)
+    assert why.estimated_start == HOUR + 60

@@ -239,6 +239,13 @@ class Explainer:
             return f"{free} GPUs are free in its pools but they are session headroom; it needs {shape}"
         if blocker is Blocker.RESERVED:
             return f"free GPUs that fit {shape} are reserved for planned starts of other jobs"
+        if free == 0 and job.kind is JobKind.SESSION:
+            # sessions go before every budget's batch work: what holds them is work no session may take
+            return (
+                f"needs {shape}; no GPU is free in its pools and taking the work a session may take (opportunistic "
+                "or past its slice, on nodes no planned start holds) would not make room; sessions start first as GPUs "
+                "free up"
+            )
         if free == 0:
             return f"needs {shape}; no GPU is free in its pools (budget {job.budget} waits its fair-share turn)"
         where = f"{job.total_gpus} on one node" if job.replicas == 1 or job.total_gpus <= 8 else "enough whole nodes"
