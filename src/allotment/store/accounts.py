@@ -205,8 +205,17 @@ def spending(session: Session, period_id: str) -> dict[str, Micro]:
 
 def _kept(session: Session, period_id: str, column: InstrumentedAttribute[int]) -> dict[str, Micro]:
     write_balance_moves(session)
-    rows = session.execute(select(BudgetBalanceRow.budget, column).where(BudgetBalanceRow.period_id == period_id))
+    stmt = _KEPT.get(column.key)
+    if stmt is None:  # built once per column (each cycle reads the balances)
+        stmt = _KEPT[column.key] = select(BudgetBalanceRow.budget, column).where(
+            BudgetBalanceRow.period_id == bindparam("period_id")
+        )
+    session.flush()  # read with Core on the session's connection: the ORM's pending changes first
+    rows = session.connection().execute(stmt, {"period_id": period_id})
     return {budget: int(total) for budget, total in rows}
+
+
+_KEPT: dict[str, Any] = {}
 
 
 def summed_balances(session: Session, period_id: str) -> dict[str, Micro]:

@@ -151,9 +151,13 @@ def add_usage(session: Session, budget: str, now: Seconds, rate: Micro, half_lif
 
 def usages(session: Session, now: Seconds, half_life: Seconds) -> dict[str, float]:
     """Every budget's recorded usage decayed to `now`."""
+    session.flush()  # read with Core on the session's connection: the ORM's pending changes first
     return {
-        row.budget: decayed(row.usage, row.as_of, now, half_life) for row in session.scalars(select(BudgetUsageRow))
+        budget: decayed(usage, as_of, now, half_life) for budget, usage, as_of in session.connection().execute(_USAGES)
     }
+
+
+_USAGES = select(BudgetUsageRow.budget, BudgetUsageRow.usage, BudgetUsageRow.as_of)
 
 
 def new_run(

@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from allotment.core.decisions import Decisions
@@ -94,7 +94,7 @@ class SqlSchedulingStore:
         attempts = sorted({attempt for _, attempt in keys})
         found: dict[tuple[str, int], RunRow] = {}
         for batch in in_batches(jobs):
-            for run in session.scalars(select(RunRow).where(RunRow.job_id.in_(batch), RunRow.attempt.in_(attempts))):
+            for run in session.scalars(_RUNS_OF, {"jobs": batch, "attempts": attempts}):
                 if (run.job_id, run.attempt) in keys:
                     found[(run.job_id, run.attempt)] = run
         return found
@@ -138,10 +138,12 @@ class SqlSchedulingStore:
         self, session: Session, until: Seconds, period_id: str, due_before: Seconds | None = None
     ) -> Micro:
         total = 0
-        stmt = select(RunRow, JobRow.budget).join(JobRow, JobRow.id == RunRow.job_id).where(RunRow.ended_at.is_(None))
-        if due_before is not None:
-            stmt = stmt.where(RunRow.charged_until <= due_before)
-        for run, budget in session.execute(stmt).all():
+        rows = (
+            session.execute(_OPEN_RUNS_BUDGETS)
+            if due_before is None
+            else session.execute(_DUE_RUNS_BUDGETS, {"due_before": due_before})
+        )
+        for run, budget in rows.all():
             meter = Meter(run.id, run.job_id, budget, run.rate_micro, run.price, run.price_since, run.charged_until)
             entry, advanced = accrue(meter, until, period_id)
             run.charged_until = advanced.charged_until
@@ -157,16 +159,11 @@ class SqlSchedulingStore:
         cycle (at full price, in credits)."""
         last = get_state(session, "usage_at")
         held: dict[str, Micro] = {}
-        for budget, rate in session.execute(
-            select(JobRow.budget, func.sum(RunRow.rate_micro))
-            .join(RunRow, RunRow.job_id == JobRow.id)
-            .where(RunRow.ended_at.is_(None))
-            .group_by(JobRow.budget)
-        ):
+        for budget, rate in session.execute(_HELD_RATES):
             held[budget] = int(rate)
         if last is not None and now <= last:
             return
-        rows = {r.budget: r for r in session.scalars(select(BudgetUsageRow))}
+        rows = {r.budget: r for r in session.scalars(_USAGE_ROWS)}
         half = self.policy.usage_half_life
         for budget in set(rows) | set(held):
             row = rows.get(budget)
@@ -181,11 +178,7 @@ class SqlSchedulingStore:
     def _cancellations(self, session: Session, now: Seconds) -> int:
         """Act on cancellations users asked for: pending jobs end now; running ones are told to leave."""
         intents = 0
-        for job in session.scalars(
-            select(JobRow).where(
-                JobRow.cancel_requested_at.is_not(None), JobRow.state.in_(("pending", "running", "preempting"))
-            )
-        ):
+        for job in session.scalars(_CANCELLING):
             run = open_run(session, job.id)
             if run is None:
                 transition(session, job, "cancelled", now, "cancelled by its owner")
@@ -210,29 +203,54 @@ class SqlSchedulingStore:
     # -- outbox and reconciliation -----------------------------------------------------------------------------
     def undelivered(self) -> list[Intent]:
         with reading(self.sessions) as session:
-            rows = session.scalars(select(IntentRow).where(IntentRow.delivered_at.is_(None)).order_by(IntentRow.id))
+            rows = session.scalars(_UNDELIVERED)
             return [intent_of(r) for r in rows]
 
     def mark_delivered(self, ids: Sequence[int], at: Seconds) -> None:
         if not ids:
             return
         with self.sessions.begin() as session:
-            session.execute(update(IntentRow).where(IntentRow.id.in_(list(ids))).values(delivered_at=at))
+            session.execute(_MARK_DELIVERED, {"ids": list(ids), "at": at})
 
     def open_runs(self) -> Mapping[str, int]:
         with reading(self.sessions) as session:
-            return dict(session.execute(select(RunRow.job_id, RunRow.attempt).where(RunRow.ended_at.is_(None))).all())
+            return dict(session.execute(_OPEN_ATTEMPTS).all())
 
     def next_deadline(self, now: Seconds) -> Seconds | None:
         with reading(self.sessions) as session:
-            times = [
-                session.scalar(
-                    select(func.min(RunRow.slice_end)).where(RunRow.ended_at.is_(None), RunRow.slice_end > now)
-                ),
-                session.scalar(select(func.min(RunRow.kill_at)).where(RunRow.ended_at.is_(None), RunRow.kill_at > now)),
-            ]
+            times = [session.scalar(_NEXT_SLICE_END, {"now": now}), session.scalar(_NEXT_KILL, {"now": now})]
         found = [int(t) for t in times if t is not None]
         return min(found) if found else None
+
+
+# The statements the engine runs every cycle or loop, each built once (decision 39): building a statement afresh and
+# computing its compiled-cache key cost more Python time than SQLite takes to run it.
+_RUNS_OF = select(RunRow).where(
+    RunRow.job_id.in_(bindparam("jobs", expanding=True)), RunRow.attempt.in_(bindparam("attempts", expanding=True))
+)
+_OPEN_RUNS_BUDGETS = (
+    select(RunRow, JobRow.budget).join(JobRow, JobRow.id == RunRow.job_id).where(RunRow.ended_at.is_(None))
+)
+_DUE_RUNS_BUDGETS = _OPEN_RUNS_BUDGETS.where(RunRow.charged_until <= bindparam("due_before"))
+_HELD_RATES = (
+    select(JobRow.budget, func.sum(RunRow.rate_micro))
+    .join(RunRow, RunRow.job_id == JobRow.id)
+    .where(RunRow.ended_at.is_(None))
+    .group_by(JobRow.budget)
+)
+_USAGE_ROWS = select(BudgetUsageRow)
+_CANCELLING = select(JobRow).where(
+    JobRow.cancel_requested_at.is_not(None), JobRow.state.in_(("pending", "running", "preempting"))
+)
+_UNDELIVERED = select(IntentRow).where(IntentRow.delivered_at.is_(None)).order_by(IntentRow.id)
+_MARK_DELIVERED = (
+    update(IntentRow).where(IntentRow.id.in_(bindparam("ids", expanding=True))).values(delivered_at=bindparam("at"))
+)
+_OPEN_ATTEMPTS = select(RunRow.job_id, RunRow.attempt).where(RunRow.ended_at.is_(None))
+_NEXT_SLICE_END = select(func.min(RunRow.slice_end)).where(
+    RunRow.ended_at.is_(None), RunRow.slice_end > bindparam("now")
+)
+_NEXT_KILL = select(func.min(RunRow.kill_at)).where(RunRow.ended_at.is_(None), RunRow.kill_at > bindparam("now"))
 
 
 def intent_of(row: IntentRow) -> Intent:

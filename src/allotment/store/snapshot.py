@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.orm import Session
 
 from allotment.core.model import (
@@ -80,26 +80,7 @@ def unposted(rate: Micro, price: int, price_since: Seconds, charged_until: Secon
 def _fill_cache(conn: Connection, ids: list[str], cache: dict[str, Job]) -> None:
     """Read the jobs not seen before (what a job asks for never changes after submission)."""
     for batch in in_batches(ids):
-        for row in conn.execute(
-            select(
-                JobRow.id,
-                JobRow.budget,
-                JobRow.user,
-                JobRow.gpus,
-                JobRow.replicas,
-                JobRow.kind,
-                JobRow.contract,
-                JobRow.slice_seconds,
-                JobRow.priority,
-                JobRow.grace,
-                JobRow.max_runtime,
-                JobRow.submitted_at,
-                JobRow.gpu_types,
-                JobRow.clusters,
-                JobRow.fallback_opportunistic,
-                JobRow.requeue,
-            ).where(JobRow.id.in_(batch))
-        ):
+        for row in conn.execute(_JOBS_ASKED, {"ids": batch}):
             (
                 jid,
                 budget,
@@ -138,6 +119,58 @@ def _fill_cache(conn: Connection, ids: list[str], cache: dict[str, Job]) -> None
             )
 
 
+# The cycle's reads, each built once: a statement built afresh costs more Python time than SQLite takes to run it
+# (construction, then its compiled-cache key on every call; decision 39).
+_JOBS_ASKED = select(
+    JobRow.id,
+    JobRow.budget,
+    JobRow.user,
+    JobRow.gpus,
+    JobRow.replicas,
+    JobRow.kind,
+    JobRow.contract,
+    JobRow.slice_seconds,
+    JobRow.priority,
+    JobRow.grace,
+    JobRow.max_runtime,
+    JobRow.submitted_at,
+    JobRow.gpu_types,
+    JobRow.clusters,
+    JobRow.fallback_opportunistic,
+    JobRow.requeue,
+).where(JobRow.id.in_(bindparam("ids", expanding=True)))
+_CLUSTERS = select(ClusterRow.name, ClusterRow.topology)
+_NODES = select(
+    NodeRow.name,
+    NodeRow.cluster,
+    NodeRow.gpu_type,
+    NodeRow.gpus,
+    NodeRow.labels,
+    NodeRow.state,
+    NodeRow.forced,
+).order_by(NodeRow.name)
+_BUDGETS = select(BudgetRow.name, BudgetRow.parent, BudgetRow.allocation_micro, BudgetRow.max_gpus).order_by(
+    BudgetRow.name
+)
+_ACTIVE = select(JobRow.id, JobRow.state, JobRow.cancel_requested_at).where(JobRow.state.in_(ACTIVE_STATES))
+_WINDOWS = select(
+    WindowRow.id,
+    WindowRow.budget,
+    WindowRow.cluster,
+    WindowRow.gpu_type,
+    WindowRow.gpus,
+    WindowRow.start,
+    WindowRow.end,
+).where(WindowRow.end > bindparam("now"))
+_RESERVATIONS = select(
+    ReservationRow.job_id,
+    ReservationRow.nodes,
+    ReservationRow.planned_start,
+    ReservationRow.kind,
+    ReservationRow.since,
+)
+
+
 RUN_COLUMNS = (
     RunRow.started_at,
     RunRow.run_class,
@@ -151,6 +184,15 @@ RUN_COLUMNS = (
     RunRow.attempt,
 )
 """The columns of an open run a running job is built from (with its placement, which never changes)."""
+_OPEN_RUNS = select(
+    RunRow.job_id,
+    RunRow.placement,
+    RunRow.rate_micro,
+    RunRow.price,
+    RunRow.price_since,
+    RunRow.charged_until,
+    *RUN_COLUMNS,
+).where(RunRow.ended_at.is_(None))
 
 
 def _run(placement: Any, columns: tuple[Any, ...]) -> Run:
@@ -175,9 +217,7 @@ def load_snapshot(
     cache = keep.jobs
     session.flush()  # this transaction's changes so far (cancellations, usage) are part of what is read
     conn = session.connection()  # plain Core reads: no ORM row processing on this hot path
-    clusters = tuple(
-        Cluster(name, tuple(topology)) for name, topology in conn.execute(select(ClusterRow.name, ClusterRow.topology))
-    )
+    clusters = tuple(Cluster(name, tuple(topology)) for name, topology in conn.execute(_CLUSTERS))
     nodes = tuple(
         Node(
             name,
@@ -188,25 +228,11 @@ def load_snapshot(
             NodeState(state),
             bool(forced),
         )
-        for name, cluster, gpu_type, gpus, labels, state, forced in conn.execute(
-            select(
-                NodeRow.name,
-                NodeRow.cluster,
-                NodeRow.gpu_type,
-                NodeRow.gpus,
-                NodeRow.labels,
-                NodeRow.state,
-                NodeRow.forced,
-            ).order_by(NodeRow.name)
-        )
+        for name, cluster, gpu_type, gpus, labels, state, forced in conn.execute(_NODES)
     )
     budgets = tuple(
         Budget(name, parent, allocation, max_gpus)
-        for name, parent, allocation, max_gpus in conn.execute(
-            select(BudgetRow.name, BudgetRow.parent, BudgetRow.allocation_micro, BudgetRow.max_gpus).order_by(
-                BudgetRow.name
-            )
-        )
+        for name, parent, allocation, max_gpus in conn.execute(_BUDGETS)
         if name != INFRASTRUCTURE
     )
     money = balances(session, period_id)
@@ -215,27 +241,14 @@ def load_snapshot(
     runs: dict[str, tuple[tuple[object, ...], Any]] = {}
     """job id → (its open run's columns but the placement, the placement)"""
     owed: dict[str, Micro] = {}
-    run_rows = conn.execute(
-        select(
-            RunRow.job_id,
-            RunRow.placement,
-            RunRow.rate_micro,
-            RunRow.price,
-            RunRow.price_since,
-            RunRow.charged_until,
-            *RUN_COLUMNS,
-        ).where(RunRow.ended_at.is_(None))
-    )
     accrued: dict[str, Micro] = {}
-    for row in run_rows:
+    for row in conn.execute(_OPEN_RUNS):
         job_id, placement, rate, price, price_since, charged_until = row[:6]
         runs[job_id] = (tuple(row[6:]), placement)
         accrued[job_id] = unposted(rate, price, price_since, charged_until, now)
 
     jobs: list[Job] = []
-    active = conn.execute(
-        select(JobRow.id, JobRow.state, JobRow.cancel_requested_at).where(JobRow.state.in_(ACTIVE_STATES))
-    ).all()
+    active = conn.execute(_ACTIVE).all()
     _fill_cache(conn, [jid for jid, _, _ in active if jid not in cache], cache)
     running: dict[str, tuple[tuple[object, ...], Job]] = {}
     for jid, state, cancel in active:
@@ -261,29 +274,11 @@ def load_snapshot(
     accounts = {b.name: Account(money.get(b.name, 0) - owed.get(b.name, 0), usage.get(b.name, 0.0)) for b in budgets}
     windows = tuple(
         CapacityWindow(wid, budget, cluster, gpu_type, gpus, start, end)
-        for wid, budget, cluster, gpu_type, gpus, start, end in conn.execute(
-            select(
-                WindowRow.id,
-                WindowRow.budget,
-                WindowRow.cluster,
-                WindowRow.gpu_type,
-                WindowRow.gpus,
-                WindowRow.start,
-                WindowRow.end,
-            ).where(WindowRow.end > now)
-        )
+        for wid, budget, cluster, gpu_type, gpus, start, end in conn.execute(_WINDOWS, {"now": now})
     )
     reservations = tuple(
         Reservation(job_id, tuple((str(n), int(g)) for n, g in nodes_), planned, ReservationKind(kind), since)
-        for job_id, nodes_, planned, kind, since in conn.execute(
-            select(
-                ReservationRow.job_id,
-                ReservationRow.nodes,
-                ReservationRow.planned_start,
-                ReservationRow.kind,
-                ReservationRow.since,
-            )
-        )
+        for job_id, nodes_, planned, kind, since in conn.execute(_RESERVATIONS)
     )
     return Snapshot(
         clusters=clusters,
