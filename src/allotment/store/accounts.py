@@ -64,11 +64,17 @@ def post(session: Session, entry: Entry) -> bool:
     if session.in_nested_transaction():
         # the balance moves are gathered per transaction: a savepoint rolled back would leave them counted
         raise ValueError(f"post({entry.key}) inside a savepoint: post ledger entries in the outer transaction")
-    closed = session.execute(_PERIOD_CLOSED, {"period_id": entry.period_id}).first()
+    # plain Core on the session's connection: no autoflush of the caller's unrelated ORM changes (a run's
+    # charged_until, a job's state) before every entry; they are written together at the next flush. Only a period
+    # opened or closed through the ORM in this transaction must be written first, for the check below to see it.
+    if any(isinstance(o, PeriodRow) for o in session.new) or any(isinstance(o, PeriodRow) for o in session.dirty):
+        session.flush()
+    conn = session.connection()
+    closed = conn.execute(_PERIOD_CLOSED, {"period_id": entry.period_id}).first()
     if closed is None:
         raise NoOpenPeriodError(f"period {entry.period_id} does not exist")
     if closed[0]:
-        exists = session.scalar(select(LedgerEntryRow.id).where(LedgerEntryRow.idempotency_key == entry.key))
+        exists = conn.execute(_ENTRY_BY_KEY, {"key": entry.key}).first()
         if exists is not None:
             return False
         raise ClosedPeriodError(f"period {entry.period_id} is closed; cannot post {entry.key}")
@@ -83,7 +89,7 @@ def post(session: Session, entry: Entry) -> bool:
         "idempotency_key": entry.key,
         "memo": entry.memo,
     }
-    if session.execute(_insert_entry(session), row).first() is None:
+    if conn.execute(_insert_entry(session), row).first() is None:
         return False
     moves: dict[tuple[str, str], tuple[Micro, Micro]] = session.info.setdefault(_MOVES, {})
     key = (entry.period_id, entry.budget)
@@ -95,6 +101,7 @@ def post(session: Session, entry: Entry) -> bool:
 _PERIOD_CLOSED = select(PeriodRow.closed).where(PeriodRow.id == bindparam("period_id")).with_for_update(read=True)
 """Whether an entry's period is closed, under a shared lock on its row (closing the period waits for the posting
 transaction, and a post waits for a closing one)."""
+_ENTRY_BY_KEY = select(LedgerEntryRow.id).where(LedgerEntryRow.idempotency_key == bindparam("key"))
 
 _INSERT_ENTRY: dict[str, Any] = {}
 

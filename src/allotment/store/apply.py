@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import bindparam, delete, insert, select
 from sqlalchemy.orm import Session
 
 from allotment.core.decisions import Decisions, Preempt, PreemptReason, Start, WaitReason
@@ -191,14 +191,22 @@ class Applier:
 
 
 def end_run(
-    session: Session, job: JobRow, run: RunRow, at: Seconds, exit_code: int | None, detail: str, policy: PolicyConfig
+    session: Session,
+    job: JobRow,
+    run: RunRow,
+    at: Seconds,
+    exit_code: int | None,
+    detail: str,
+    policy: PolicyConfig,
+    locked: bool = False,
 ) -> str:
     """Close a run that has released its GPUs: charge it to its end, refund it when the fleet is at fault, and move
-    its job on (requeued, or to its final state). Returns the job's new state."""
+    its job on (requeued, or to its final state). Returns the job's new state. `locked`: the caller read `run` under
+    a row lock in this transaction (otherwise charging it reads and locks it again)."""
     run.ended_at = max(at, run.started_at)
     run.exit_code = exit_code
     run.end_reason = detail
-    charge_run(session, run.id, run.ended_at, job.budget)
+    charge_run(session, run.id, run.ended_at, job.budget, locked=run if locked else None)
     reason = run.preempt_reason
     fleet_fault = detail == "node lost" or reason in (PreemptReason.FORCED.value, PreemptReason.NODE_DOWN.value)
     if fleet_fault:
@@ -219,8 +227,11 @@ def end_run(
     else:
         state, why = "failed", f"exited with code {exit_code}" + (f" ({detail})" if detail else "")
     transition(session, job, state, run.ended_at, why)
-    session.execute(delete(PendingReasonRow).where(PendingReasonRow.job_id == job.id))
+    session.connection().execute(_DELETE_REASON, {"job_id": job.id})  # Core: no flush of the changes above yet
     return state
+
+
+_DELETE_REASON = delete(PendingReasonRow).where(PendingReasonRow.job_id == bindparam("job_id"))
 
 
 def reason_values(r: WaitReason) -> tuple[object, ...]:

@@ -50,12 +50,15 @@ def _meter(session: Session, row: RunRow, budget: str | None = None) -> Meter:
     return Meter(row.id, row.job_id, budget, row.rate_micro, row.price, row.price_since, row.charged_until)
 
 
-def charge_run(session: Session, run_id: str, until: Seconds, budget: str | None = None) -> Micro:
+def charge_run(
+    session: Session, run_id: str, until: Seconds, budget: str | None = None, locked: RunRow | None = None
+) -> Micro:
     """Charge run `run_id` for [charged_until, until) (capped at its end) and advance charged_until, in this
-    transaction. Returns the amount newly charged (positive). Repeating a call, or calling it with an earlier
-    instant, charges nothing; the pieces of a run always sum to its whole cost to the microunit. `budget`: the
-    run's job's budget, when the caller has it (otherwise it is read)."""
-    row = _locked_run(session, run_id)
+    transaction (written at its next flush). Returns the amount newly charged (positive). Repeating a call, or
+    calling it with an earlier instant, charges nothing; the pieces of a run always sum to its whole cost to the
+    microunit. `budget`: the run's job's budget, when the caller has it (otherwise it is read). `locked`: the run's
+    row, when the caller read it under a row lock in this transaction (otherwise it is read and locked here)."""
+    row = locked if locked is not None else _locked_run(session, run_id)
     if row.ended_at is not None:
         until = min(until, row.ended_at)
     entry, meter = accrue(_meter(session, row, budget), until, posting_period(session, until))
@@ -63,7 +66,6 @@ def charge_run(session: Session, run_id: str, until: Seconds, budget: str | None
     charged = 0
     if entry is not None and post(session, entry):
         charged = -entry.amount
-    session.flush()
     return charged
 
 

@@ -63,8 +63,9 @@ class SqlSchedulingStore:
             return 0
         with self.sessions.begin() as session:
             self._ensure_period(session, now)
-            runs = self._runs_of(session, {(ev.job_id, ev.attempt) for ev in events})
             ending = sorted({ev.job_id for ev in events if ev.kind in (EventKind.EXITED, EventKind.LOST)})
+            # runs that end are charged under their row lock, taken here for the whole batch in one read
+            runs = self._runs_of(session, {(ev.job_id, ev.attempt) for ev in events}, lock=bool(ending))
             jobs: dict[str, JobRow] = {}  # held here: the session keeps unchanged rows only weakly
             for batch in in_batches(ending):
                 jobs.update((j.id, j) for j in session.scalars(select(JobRow).where(JobRow.id.in_(batch))))
@@ -79,7 +80,8 @@ class SqlSchedulingStore:
                 elif ev.kind in (EventKind.EXITED, EventKind.LOST):
                     job = jobs[ev.job_id]
                     detail = "node lost" if ev.kind is EventKind.LOST else ev.detail
-                    end_run(session, job, run, min(max(ev.at, run.started_at), now), ev.exit_code, detail, self.policy)
+                    at = min(max(ev.at, run.started_at), now)
+                    end_run(session, job, run, at, ev.exit_code, detail, self.policy, locked=True)
                     changed += 1
                 elif ev.kind is EventKind.ATTACHED:
                     run.idle_since = None
@@ -88,13 +90,15 @@ class SqlSchedulingStore:
         return changed
 
     @staticmethod
-    def _runs_of(session: Session, keys: set[tuple[str, int]]) -> dict[tuple[str, int], RunRow]:
-        """The runs of these (job, attempt) pairs that exist, read in a few queries rather than one per event."""
+    def _runs_of(session: Session, keys: set[tuple[str, int]], lock: bool = False) -> dict[tuple[str, int], RunRow]:
+        """The runs of these (job, attempt) pairs that exist, read in a few queries rather than one per event; with
+        `lock`, under row locks (FOR UPDATE on PostgreSQL, in job order)."""
         jobs = sorted({job_id for job_id, _ in keys})
         attempts = sorted({attempt for _, attempt in keys})
         found: dict[tuple[str, int], RunRow] = {}
+        stmt = _RUNS_OF_LOCKED if lock else _RUNS_OF
         for batch in in_batches(jobs):
-            for run in session.scalars(_RUNS_OF, {"jobs": batch, "attempts": attempts}):
+            for run in session.scalars(stmt, {"jobs": batch, "attempts": attempts}):
                 if (run.job_id, run.attempt) in keys:
                     found[(run.job_id, run.attempt)] = run
         return found
@@ -228,6 +232,7 @@ class SqlSchedulingStore:
 _RUNS_OF = select(RunRow).where(
     RunRow.job_id.in_(bindparam("jobs", expanding=True)), RunRow.attempt.in_(bindparam("attempts", expanding=True))
 )
+_RUNS_OF_LOCKED = _RUNS_OF.order_by(RunRow.job_id, RunRow.attempt).with_for_update()
 _OPEN_RUNS_BUDGETS = (
     select(RunRow, JobRow.budget).join(JobRow, JobRow.id == RunRow.job_id).where(RunRow.ended_at.is_(None))
 )
