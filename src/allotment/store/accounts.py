@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import bindparam, event, func, select
+from sqlalchemy import Connection, bindparam, event, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
@@ -64,12 +64,7 @@ def post(session: Session, entry: Entry) -> bool:
     if session.in_nested_transaction():
         # the balance moves are gathered per transaction: a savepoint rolled back would leave them counted
         raise ValueError(f"post({entry.key}) inside a savepoint: post ledger entries in the outer transaction")
-    # plain Core on the session's connection: no autoflush of the caller's unrelated ORM changes (a run's
-    # charged_until, a job's state) before every entry; they are written together at the next flush. Only a period
-    # opened or closed through the ORM in this transaction must be written first, for the check below to see it.
-    if any(isinstance(o, PeriodRow) for o in session.new) or any(isinstance(o, PeriodRow) for o in session.dirty):
-        session.flush()
-    conn = session.connection()
+    conn = periods_connection(session)
     closed = conn.execute(_PERIOD_CLOSED, {"period_id": entry.period_id}).first()
     if closed is None:
         raise NoOpenPeriodError(f"period {entry.period_id} does not exist")
@@ -96,6 +91,16 @@ def post(session: Session, entry: Entry) -> bool:
     balance, spent = moves.get(key, (0, 0))
     moves[key] = (balance + entry.amount, spent - entry.amount if entry.kind in SPENDING else spent)
     return True
+
+
+def periods_connection(session: Session) -> Connection:
+    """The session's connection, for plain Core reads of periods and writes of entries: no autoflush of the caller's
+    unrelated ORM changes (a run's charged_until, a job's state) before every entry — they are written together at
+    the next flush. Only a period opened or closed through the ORM in this transaction is written first, so that
+    what is read about periods is current."""
+    if any(isinstance(o, PeriodRow) for o in session.new) or any(isinstance(o, PeriodRow) for o in session.dirty):
+        session.flush()
+    return session.connection()
 
 
 _PERIOD_CLOSED = select(PeriodRow.closed).where(PeriodRow.id == bindparam("period_id")).with_for_update(read=True)
@@ -133,18 +138,25 @@ def write_balance_moves(session: Session) -> None:
     moves: dict[tuple[str, str], tuple[Micro, Micro]] | None = session.info.pop(_MOVES, None)
     if not moves:
         return
-    insert = dialect_insert(session)(BudgetBalanceRow)
-    for (period_id, budget), (amount, spent) in sorted(moves.items()):
-        stmt = insert.values(period_id=period_id, budget=budget, balance_micro=amount, spent_micro=spent)
-        session.execute(
-            stmt.on_conflict_do_update(
-                index_elements=["period_id", "budget"],
-                set_={
-                    "balance_micro": BudgetBalanceRow.balance_micro + stmt.excluded.balance_micro,
-                    "spent_micro": BudgetBalanceRow.spent_micro + stmt.excluded.spent_micro,
-                },
-            )
+    dialect = session.get_bind().dialect.name
+    stmt = _MOVE_BALANCE.get(dialect)
+    if stmt is None:  # built once per dialect: every transaction that posts entries runs it
+        insert = dialect_insert(session)(BudgetBalanceRow)
+        stmt = _MOVE_BALANCE[dialect] = insert.on_conflict_do_update(
+            index_elements=["period_id", "budget"],
+            set_={
+                "balance_micro": BudgetBalanceRow.balance_micro + insert.excluded.balance_micro,
+                "spent_micro": BudgetBalanceRow.spent_micro + insert.excluded.spent_micro,
+            },
         )
+    rows = [
+        {"period_id": period_id, "budget": budget, "balance_micro": amount, "spent_micro": spent}
+        for (period_id, budget), (amount, spent) in sorted(moves.items())
+    ]
+    session.connection().execute(stmt, rows)  # one executemany, in (period, budget) order
+
+
+_MOVE_BALANCE: dict[str, Any] = {}
 
 
 @event.listens_for(Session, "before_commit")
@@ -179,7 +191,7 @@ def ensure_period(session: Session, period: Period) -> PeriodRow:
 def posting_period(session: Session, at: Seconds) -> str:
     """The period an entry at instant `at` belongs to: the open period holding `at` or, when that one is
     already closed, the earliest open period after it."""
-    found = session.scalar(_POSTING_PERIOD, {"at": at})
+    found = periods_connection(session).scalar(_POSTING_PERIOD, {"at": at})
     if found is None:
         raise NoOpenPeriodError(f"no open period holds or follows {at}")
     return str(found)

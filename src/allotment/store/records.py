@@ -66,7 +66,7 @@ _SET_STATE: dict[str, Any] = {}
 
 
 def get_state(session: Session, key: str, default: Any = None) -> Any:
-    found = session.execute(_GET_STATE, {"key": key}).first()
+    found = session.connection().execute(_GET_STATE, {"key": key}).first()  # engine_state is written with Core only
     return default if found is None else found[0]
 
 
@@ -78,4 +78,4 @@ def set_state(session: Session, key: str, value: Any) -> None:
         stmt = _SET_STATE[dialect] = insert.on_conflict_do_update(
             index_elements=["key"], set_={"value": insert.excluded.value}
         )
-    session.execute(stmt, {"key": key, "value": value})
+    session.connection().execute(stmt, {"key": key, "value": value})
