@@ -45,7 +45,17 @@ def spec_to_json(spec: LaunchSpec) -> dict[str, Any]:
 
 
 def open_run(session: Session, job_id: str) -> RunRow | None:
-    return session.scalars(select(RunRow).where(RunRow.job_id == job_id, RunRow.ended_at.is_(None))).first()
+    return session.scalars(_OPEN_RUN, {"job_id": job_id}).first()
+
+
+# statements every cycle runs, built once (decisions 39 and 42)
+_OPEN_RUN = select(RunRow).where(RunRow.job_id == bindparam("job_id"), RunRow.ended_at.is_(None))
+_JOBS = select(JobRow).where(JobRow.id.in_(bindparam("ids", expanding=True)))
+_NODE_TYPES = select(NodeRow.name, NodeRow.gpu_type)
+_INSERT_SLICES = insert(SliceRow)
+_INSERT_INTENTS = insert(IntentRow)
+_DELETE_RESERVATIONS = delete(ReservationRow)
+_INSERT_RESERVATIONS = insert(ReservationRow)
 
 
 class Applier:
@@ -61,7 +71,7 @@ class Applier:
 
     def gpu_type(self, node: str) -> str:
         if not self._gpu_type:
-            self._gpu_type = dict(self.session.execute(select(NodeRow.name, NodeRow.gpu_type)).all())
+            self._gpu_type = dict(self.session.execute(_NODE_TYPES).all())
         return self._gpu_type[node]
 
     def intent(self, kind: IntentKind, job_id: str, attempt: int, run_id: str | None, payload: dict[str, Any]) -> None:
@@ -102,16 +112,16 @@ class Applier:
         self.reservations(d)
         self.session.flush()  # the runs that slices and intents name go first
         if self._slices:
-            self.session.execute(insert(SliceRow), self._slices)
+            self.session.execute(_INSERT_SLICES, self._slices)
             self._slices = []
         if self._intents:
-            self.session.execute(insert(IntentRow), self._intents)  # ids follow this order: delivery order
+            self.session.execute(_INSERT_INTENTS, self._intents)  # ids follow this order: delivery order
             self._intents = []
 
     def _jobs(self, ids: set[str]) -> dict[str, JobRow]:
         if not ids:
             return {}
-        rows = self.session.scalars(select(JobRow).where(JobRow.id.in_(sorted(ids))))
+        rows = self.session.scalars(_JOBS, {"ids": sorted(ids)})
         return {row.id: row for row in rows}
 
     def start(self, job: JobRow, s: Start) -> None:
@@ -173,10 +183,10 @@ class Applier:
 
     def reservations(self, d: Decisions) -> None:
         """Replace the reservations with this cycle's (each carries when it was first made)."""
-        self.session.execute(delete(ReservationRow))
+        self.session.execute(_DELETE_RESERVATIONS)
         if d.reserves:
             self.session.execute(
-                insert(ReservationRow),
+                _INSERT_RESERVATIONS,
                 [
                     {
                         "job_id": r.job_id,
