@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, event, func, select
+from sqlalchemy import Connection, Select, bindparam, event, func, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy.orm import Session
 
 from allotment.core.model import Budget, Micro, Seconds
 from allotment.ledger import (
@@ -213,28 +213,29 @@ def budget_tree(session: Session) -> list[Budget]:
 def balances(session: Session, period_id: str) -> dict[str, Micro]:
     """Each budget's own balance in the period (the sum of its entries, read from budget_balances); budgets
     without entries are absent."""
-    return _kept(session, period_id, BudgetBalanceRow.balance_micro)
+    return _kept(session, period_id, _BALANCES)
 
 
 def spending(session: Session, period_id: str) -> dict[str, Micro]:
     """Each budget's own spending in the period (charges less refunds, as a positive amount, read from
     budget_balances); budgets without entries are absent."""
-    return _kept(session, period_id, BudgetBalanceRow.spent_micro)
+    return _kept(session, period_id, _SPENDING)
 
 
-def _kept(session: Session, period_id: str, column: InstrumentedAttribute[int]) -> dict[str, Micro]:
+def _kept(session: Session, period_id: str, stmt: Select[str, int]) -> dict[str, Micro]:
     write_balance_moves(session)
-    stmt = _KEPT.get(column.key)
-    if stmt is None:  # built once per column (each cycle reads the balances)
-        stmt = _KEPT[column.key] = select(BudgetBalanceRow.budget, column).where(
-            BudgetBalanceRow.period_id == bindparam("period_id")
-        )
     session.flush()  # read with Core on the session's connection: the ORM's pending changes first
     rows = session.connection().execute(stmt, {"period_id": period_id})
     return {budget: int(total) for budget, total in rows}
 
 
-_KEPT: dict[str, Any] = {}
+# each cycle reads the balances: built once
+_BALANCES = select(BudgetBalanceRow.budget, BudgetBalanceRow.balance_micro).where(
+    BudgetBalanceRow.period_id == bindparam("period_id")
+)
+_SPENDING = select(BudgetBalanceRow.budget, BudgetBalanceRow.spent_micro).where(
+    BudgetBalanceRow.period_id == bindparam("period_id")
+)
 
 
 def summed_balances(session: Session, period_id: str) -> dict[str, Micro]:
