@@ -134,24 +134,34 @@ class FairShare:
 
     def standing_after(self, name: str, credits_per_hour_delta: float) -> float:
         """The standing this budget would have after holding `credits_per_hour_delta` more (or less)."""
-        delta = credits_per_hour_delta * self._tau
-        self._add_up(name, delta)
+        saved = self._saved(name)
+        self._add_up(name, credits_per_hour_delta * self._tau)
         try:
             return self.standing(name)
         finally:
-            self._add_up(name, -delta)
+            self._restore(saved)
 
     def standings_after_swap(self, gainer: str, gain: float, loser: str, loss: float) -> tuple[float, float]:
         """(gainer's, loser's) standings if `loser` gave up `loss` credits/hour of holdings and `gainer` took
         `gain` credits/hour, both at once."""
-        g, lo = gain * self._tau, loss * self._tau
-        self._add_up(gainer, g)
-        self._add_up(loser, -lo)
+        saved = self._saved(gainer) + self._saved(loser)
+        self._add_up(gainer, gain * self._tau)
+        self._add_up(loser, -loss * self._tau)
         try:
             return self.standing(gainer), self.standing(loser)
         finally:
-            self._add_up(gainer, -g)
-            self._add_up(loser, lo)
+            self._restore(saved)
+
+    def _saved(self, name: str) -> list[tuple[_TreeNode, float]]:
+        """The usage of `name` and its ancestors as it is now. A what-if query puts these exact values back rather
+        than subtracting what it added: (u + d) - d is not always u in floating point, and a query that changed the
+        usage by a rounding error would change later verdicts (strict comparisons) by being asked."""
+        return [(self._nodes[a], self._nodes[a].usage) for a in self.ancestors(name)]
+
+    @staticmethod
+    def _restore(saved: list[tuple[_TreeNode, float]]) -> None:
+        for node, usage in reversed(saved):
+            node.usage = usage
 
     def pick(self) -> str | None:
         """The open leaf budget that deserves the next job: depth first, lowest level ratio among open siblings,
