@@ -76,9 +76,12 @@ class Driver:
         return d
 
     def run_until(self, end: int, every: int = 60) -> None:
-        """Rounds every `every` seconds and at every event in between (finishes, kills, slice ends)."""
+        """Rounds every `every` seconds and at every event in between (finishes, kills, slice ends), and when the
+        last decision asked to decide again (Decisions.wake_at), as the engine does."""
         while self.now < end:
-            nxt = min(self.now + every, end, *self._event_times())
+            wake = self.last.wake_at if self.last is not None else None
+            asked = [wake] if wake is not None and wake > self.now else []
+            nxt = min(self.now + every, end, *self._event_times(), *asked)
             self.step(max(nxt, self.now + 1))
 
     def _event_times(self) -> list[int]:

@@ -20,7 +20,7 @@ from allotment.core.decisions import PreemptReason, Reserve
 from allotment.core.funding import Terms
 from allotment.core.model import Job, JobKind, ReservationKind, RunClass, Seconds
 from allotment.core.placement import Placement, choose_block, find_free, node_size, nodes_needed
-from allotment.core.reservations import Capped, backfill_cannot_delay, claim
+from allotment.core.reservations import Capped, backfill_cannot_delay, claim, nobody_yields
 from allotment.core.state import CycleState
 from allotment.core.victim_index import node_victims
 
@@ -171,7 +171,7 @@ def place_by_preemption(
     _, pool, nodes, victims, ready = best
     for occ, reason in victims:
         st.preempt(occ.job, reason, job.id)
-    claim(st.cap, job.id, nodes, ready)
+    claim(st.cap, job.id, nodes, ready, nobody_yields)
     names = tuple((st.cap.nodes[i].node.name, g) for i, g in nodes)
     st.reserves.append(Reserve(job.id, names, ready, ReservationKind.PREEMPTION, st.now))
     st.reserved.add(job.id)

@@ -130,6 +130,14 @@ class Capacity:
             self.pool_capacity[pool] = sum(self.nodes[i].node.gpus for i in idxs if self._usable(self.nodes[i]))
         self.quick_free: dict[str, int] = {}
         self.free_by_cluster: dict[str, int] = {}
+        self.unclaimed: dict[str, int] = {}
+        """Per cluster, the GPUs of accepting nodes that no reservation claims (rule `plans-leave-session-room`)."""
+        self.claimed_nodes: dict[str, int] = {}
+        """Per cluster, how many accepting nodes a reservation claims."""
+        for slot in self.nodes:
+            if slot.accepts:
+                c = slot.node.cluster
+                self.unclaimed[c] = self.unclaimed.get(c, 0) + slot.node.gpus
         for job in snapshot.jobs:
             run = job.run
             if run is None:
@@ -292,6 +300,11 @@ class Capacity:
     def set_claim(self, idx: int, claim: Claim | None) -> None:
         """Hold a node for a reservation, or release it."""
         slot = self.nodes[idx]
+        if slot.accepts and (slot.claim is None) != (claim is None):
+            c = slot.node.cluster
+            sign = 1 if claim is None else -1
+            self.unclaimed[c] += sign * slot.node.gpus
+            self.claimed_nodes[c] = self.claimed_nodes.get(c, 0) - sign
         slot.claim = claim
         self.changes[slot.pool].append(idx)
 

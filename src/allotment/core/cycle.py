@@ -13,12 +13,14 @@ Owns: the order of the cycle's steps. Each step is a named rule documented in do
  6. sessions-first       — sessions within limits start, in headroom or by taking preemptible work (pending.py)
  7. window-claims        — open capacity windows serve their budget's jobs on their pool (pending.py)
  8. fair-share-order     — budgets in hierarchical fair-share order, each budget's jobs by priority then age: start
-                           in free GPUs, or by preemption per the victim rules, or get a planned start (pending.py)
+                           in free GPUs, or by preemption per the victim rules, or get a planned start that leaves
+                           the session room unclaimed (pending.py, reservations.py)
  9. headroom-refill      — clusters short of session headroom preempt opportunistic or slice-expired work
                            (pending.py)
 10. explain-waiting      — every job still pending gets a reason in numbers, an estimated start and hints
                            (reasons.py); draining nodes get their estimated empty time
 
+Decisions.wake_at says when to decide again even if nothing happens (a plan's victim falls due to be told to leave).
 Then the cycle's state is released (CycleState.release) so that reference counting frees it at once.
 
 Must not: read a clock, touch I/O or draw random numbers: the same snapshot and `now` always give the same decisions.
@@ -70,6 +72,7 @@ class AllotmentPolicy:
             pending=pending,
             drain_estimates=drain_estimates(st),
             standings=standings,
+            wake_at=st.wake_at,
         )
         st.release()
         return decisions

@@ -85,10 +85,12 @@ class Reserve:
     kind: ReservationKind
     since: Seconds
     """When the reservation was first made (kept across cycles)."""
+    gave_way: tuple[str, ...] = ()
+    """Running jobs on its nodes that gave way to it when it was made (core.model.Reservation.gave_way)."""
 
     def carried(self) -> Reservation:
         """The reservation as the next cycle's snapshot holds it."""
-        return Reservation(self.job_id, self.nodes, self.planned_start, self.kind, self.since)
+        return Reservation(self.job_id, self.nodes, self.planned_start, self.kind, self.since, self.gave_way)
 
 
 class Blocker(StrEnum):
@@ -165,3 +167,7 @@ class Decisions:
     drain_estimates: Mapping[str, Seconds] = field(default_factory=dict)
     """Draining node → when it will be empty."""
     standings: Mapping[str, Standing] = field(default_factory=dict)
+    wake_at: Seconds | None = None
+    """The next instant a decision is due even if nothing else happens: work a planned start counts on is told to
+    leave only once its notice would end at the planned start (rule `planned-start`), so the caller decides again
+    then — a cycle that came later would make the plan late. None when nothing is due."""

@@ -217,6 +217,9 @@ class Reservation:
     kind: ReservationKind
     since: Seconds = 0
     """When the reservation was first made: work started after it was placed under its plan."""
+    gave_way: tuple[str, ...] = ()
+    """Running jobs on its nodes that gave way to it when it was made: they stay counted as leaving for it however
+    the fair-share standings move afterwards (a plan is a promise made on what was known then)."""
 
 
 @dataclass(frozen=True, slots=True)

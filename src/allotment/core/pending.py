@@ -271,11 +271,14 @@ def _consider(
         st.planned_budgets.add(job.budget)
         yields = st.yields_to(job)
         binds = _headroom_holds_all_free(st, job, t)
-        plan = plan_start(job, t.pools, st.cap, st.topology, st.now, yields, binds, st.earliest_bounds)
+        plan = plan_start(
+            job, t.pools, st.cap, st.topology, st.now, yields, binds, st.earliest_bounds, st.pol.headroom_for
+        )
         if plan is not None:
             planned = claim_and_call_due(st, job, plan.nodes, yields, plan.planned_start)
             names = tuple((st.cap.nodes[i].node.name, g) for i, g in plan.nodes)
-            st.reserves.append(Reserve(job.id, names, planned, ReservationKind.PLANNED, st.now))
+            gave_way = tuple(sorted(o.job.id for i, _ in plan.nodes for o in st.cap.nodes[i].occupants if yields(o)))
+            st.reserves.append(Reserve(job.id, names, planned, ReservationKind.PLANNED, st.now, gave_way))
             st.reserved.add(job.id)
             return False
     st.blockers[job.id] = Blocker.CAPACITY

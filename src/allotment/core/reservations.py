@@ -27,6 +27,12 @@ def everyone_yields(occ: Occupant) -> bool:
     return True
 
 
+def nobody_yields(occ: Occupant) -> bool:
+    """For a claim on GPUs being freed by preemption: only the victims (already leaving) free GPUs for it; the rest
+    of the node's work stays, so it holds its GPUs past the start and leaves no spare room for backfill."""
+    return False
+
+
 def earliest_on_node(
     slot: NodeSlot, need: int, now: Seconds, yields: Yields = everyone_yields, free_counts: bool = True
 ) -> Seconds | None:
@@ -66,6 +72,7 @@ def plan_start(
     yields: Yields = everyone_yields,
     headroom_binds: Callable[[str, int], bool] = lambda cluster, gpus: False,
     bounds: Bounds | None = None,
+    headroom: Callable[[str], int] | None = None,
 ) -> Plan | None:
     """The earliest planned start over the job's pools, on nodes no other reservation claims; ties go to the pool
     the job prefers. `bounds`, when given, lists a pool's nodes in order of the earliest time they could hold a need
@@ -78,6 +85,8 @@ def plan_start(
         if k == 0:
             continue
         need = job.total_gpus if k == 1 else size
+        if headroom is not None and need * k > claimable(capacity, pool[0], headroom(pool[0])):
+            continue
         free_counts = not headroom_binds(pool[0], need * k)
         if k == 1 and bounds is not None:
             single = _earliest_single(capacity, pool, need, now, yields, free_counts, bounds)
@@ -109,6 +118,17 @@ def plan_start(
     return best
 
 
+def claimable(capacity: Capacity, cluster: str, headroom: int) -> int:
+    """Rule `plans-leave-session-room`: the most GPUs a new planned start may claim in a cluster. Sessions and the
+    headroom refill work only on nodes no plan claims, so plans leave the cluster's session headroom unclaimed —
+    except the first plan there, which may claim any part of it (a gang larger than the cluster less its headroom
+    must still get a planned start). Carried plans keep what they claimed."""
+    unclaimed = capacity.unclaimed.get(cluster, 0)
+    if headroom <= 0 or capacity.claimed_nodes.get(cluster, 0) == 0:
+        return unclaimed
+    return unclaimed - headroom
+
+
 def _earliest_single(
     capacity: Capacity, pool: Pool, need: int, now: Seconds, yields: Yields, free_counts: bool, bounds: Bounds
 ) -> Plan | None:
@@ -131,7 +151,7 @@ def claim(
     job_id: str,
     nodes: Sequence[tuple[int, int]],
     planned_start: Seconds,
-    yields: Yields = everyone_yields,
+    yields: Yields,
 ) -> None:
     """Hold the nodes for a planned start. `spare` is what others may still hold past the start on each node: the
     GPUs of work that does not give way, and of work that cannot be gone by then (slice work whose slice ends too

@@ -24,13 +24,14 @@ from allotment.core.model import (
     Job,
     JobKind,
     NodeState,
+    Reservation,
     ReservationKind,
     RunClass,
     Seconds,
 )
 from allotment.core.placement import node_size, nodes_needed
 from allotment.core.preemption import fewest_victims, reservation_claims
-from allotment.core.reservations import Capped, claim, earliest_on_node, renewal_cannot_delay, use_spare_renewal
+from allotment.core.reservations import Capped, Yields, claim, earliest_on_node, renewal_cannot_delay, use_spare_renewal
 from allotment.core.state import Carried, CycleState
 from allotment.core.units import cost
 
@@ -176,7 +177,7 @@ def install_carried(st: CycleState) -> list[Carried]:
         if k != len(real) or any(s.node.gpus < need for s in real):
             continue
         nodes = tuple((s.idx, need) for s in real)
-        yields = st.yields_to(job, also=original.job_id if original.job_id != job.id else None)
+        yields = _remembering(st.yields_to(job, also=original.job_id if original.job_id != job.id else None), res)
         starts = [earliest_on_node(s, need, st.now, yields) for s in real]
         if any(t is None for t in starts):
             continue
@@ -185,6 +186,24 @@ def install_carried(st: CycleState) -> list[Carried]:
         if res.kind is ReservationKind.PLANNED:
             st.planned_budgets.add(job.budget)
     return kept
+
+
+def _remembering(yields: Yields, res: Reservation) -> Yields:
+    """A carried plan's occupants give way to it if they do now or did when the plan was made (promise 8: the
+    standings may have moved since, but the planned start was promised on what was known then)."""
+    return _Remembering(yields, frozenset(res.gave_way)) if res.gave_way else yields
+
+
+class _Remembering:
+    """_remembering's rule (a class rather than a closure: a compiled closure that keeps state forms a reference
+    cycle with its environment, which only Python's cyclic collector frees)."""
+
+    def __init__(self, yields: Yields, gave_way: frozenset[str]) -> None:
+        self.yields = yields
+        self.gave_way = gave_way
+
+    def __call__(self, occ: Occupant) -> bool:
+        return occ.job.id in self.gave_way or self.yields(occ)
 
 
 def _budget_heads(st: CycleState) -> dict[str, str]:
@@ -233,10 +252,18 @@ def due_victims(st: CycleState, slot: NodeSlot, need: int, planned: Seconds) -> 
     # idle until then, and the backfill rule would hand them straight back to opportunistic work (a start/preempt
     # loop every cycle)
     chosen = fewest_victims(eligible, need - have, st.now)
-    return [o for o, _ in chosen if st.now + st.grace(o.job) >= planned]
+    due: list[Occupant] = []
+    for occ, _ in chosen:
+        call_at = planned - st.grace(occ.job)
+        if call_at <= st.now:
+            due.append(occ)
+        elif st.wake_at is None or call_at < st.wake_at:
+            st.wake_at = call_at  # decide again then, or the plan would wait for whichever cycle comes next
+    return due
 
 
 def reservation_reserve(st: CycleState, carried: Carried, planned: Seconds) -> None:
     nodes = tuple((st.cap.nodes[i].node.name, g) for i, g in carried.nodes)
-    st.reserves.append(Reserve(carried.job.id, nodes, planned, carried.reservation.kind, carried.reservation.since))
+    res = carried.reservation
+    st.reserves.append(Reserve(carried.job.id, nodes, planned, res.kind, res.since, res.gave_way))
     st.reserved.add(carried.job.id)

@@ -102,6 +102,8 @@ class CycleState:
         self.renews: list[Renew] = []
         self.lapses: list[Lapse] = []
         self.reserves: list[Reserve] = []
+        self.wake_at: Seconds | None = None
+        """Decisions.wake_at: the earliest instant a deferred call to leave falls due."""
         self.pending: dict[str, WaitReason] = {}
         self.started: set[str] = set()
         self.preempted: set[str] = set()

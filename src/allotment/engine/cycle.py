@@ -85,7 +85,8 @@ class Engine:
 
     def run(self, stop: threading.Event, wake: threading.Event, interval: float = 5.0, poll: float = 0.5) -> None:
         """Cycle until `stop` is set: at once when `wake` is set (a submission, a drain), when the executor reports
-        something, at the next slice end or kill deadline, and at least every `interval` engine seconds. `poll` is
+        something, at the next slice end or kill deadline, when the policy asked to decide again (Decisions.wake_at),
+        and at least every `interval` engine seconds. `poll` is
         how often (wall seconds) the executor is asked for news in between."""
         self.reconcile()
         while not stop.is_set():
@@ -102,8 +103,8 @@ class Engine:
                 1000 * report.timings.get("decide", 0),
                 1000 * report.timings.get("apply", 0),
             )
-            deadline = self.store.next_deadline(report.now)
-            until = report.now + interval if deadline is None else min(report.now + interval, deadline)
+            due = [self.store.next_deadline(report.now), report.decisions.wake_at]
+            until = min([report.now + interval, *(t for t in due if t is not None)])
             self._wait(stop, wake, until, poll)
 
     def _wait(self, stop: threading.Event, wake: threading.Event, until: float, poll: float) -> None:

@@ -5,9 +5,10 @@ wiring — with the simulator's clock, executor (sim/executor.py) and the policy
 arrivals through the store's submission path, plays the operator for hardware faults (a bad node is drained, or
 lost and marked down, then repaired once empty), runs `Engine.step()` (poll → record_events → store.cycle →
 deliver) and jumps the clock to the next interesting time: the next arrival, the next simulated exit or
-session event, `store.next_deadline` (slice ends, kill deadlines), the next fault or repair. Cycles are at least
-`tick` seconds apart, so everything that happens within a tick is handled by one cycle, as the server coalesces
-submissions that wake it while a cycle runs. At the end it reads what happened back from the store.
+session event, `store.next_deadline` (slice ends, kill deadlines), the policy's `wake_at`, the next fault or
+repair. Cycles are at least `tick` seconds apart, so everything that happens within a tick is handled by one cycle,
+as the server coalesces submissions that wake it while a cycle runs. At the end it reads what happened back from the
+store.
 
 Must not: decide (the policy does), apply decisions (the store does) or compute metrics (metrics.py does).
 """
@@ -146,6 +147,7 @@ class Simulation:
                 start + arrivals[nxt_arrival].submit if nxt_arrival < len(arrivals) else None,
                 self.executor.next_event_time(),
                 self.engine.store.next_deadline(now),
+                report.decisions.wake_at,
                 faults[nxt_fault][0] if nxt_fault < len(faults) else None,
                 min(self._repairs.due.values()) if self._repairs.due else None,
                 now + opts.idle_gap if active else None,

@@ -194,6 +194,7 @@ class Applier:
                         "planned_start": r.planned_start,
                         "kind": r.kind.value,
                         "since": r.since,
+                        "gave_way": list(r.gave_way),
                     }
                     for r in d.reserves
                 ],

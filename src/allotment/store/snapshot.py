@@ -168,6 +168,7 @@ _RESERVATIONS = select(
     ReservationRow.planned_start,
     ReservationRow.kind,
     ReservationRow.since,
+    ReservationRow.gave_way,
 )
 
 
@@ -277,8 +278,15 @@ def load_snapshot(
         for wid, budget, cluster, gpu_type, gpus, start, end in conn.execute(_WINDOWS, {"now": now})
     )
     reservations = tuple(
-        Reservation(job_id, tuple((str(n), int(g)) for n, g in nodes_), planned, ReservationKind(kind), since)
-        for job_id, nodes_, planned, kind, since in conn.execute(_RESERVATIONS)
+        Reservation(
+            job_id,
+            tuple((str(n), int(g)) for n, g in nodes_),
+            planned,
+            ReservationKind(kind),
+            since,
+            tuple(str(j) for j in gave_way or ()),
+        )
+        for job_id, nodes_, planned, kind, since, gave_way in conn.execute(_RESERVATIONS)
     )
     return Snapshot(
         clusters=clusters,

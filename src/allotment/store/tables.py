@@ -191,6 +191,8 @@ class ReservationRow(Base):
     kind: Mapped[Name]
     since: Mapped[Time]
     """When the reservation was first made (core.model.Reservation.since)."""
+    gave_way: Mapped[Json] = mapped_column(JSON, default=list)
+    """[job…]: running jobs that gave way to it when it was made (core.model.Reservation.gave_way)."""
 
 
 class LedgerEntryRow(Base):
