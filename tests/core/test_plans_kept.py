@@ -64,7 +64,9 @@ def test_plans_leave_the_session_headroom_unclaimed() -> None:
     assert sorted(r.job_id for r in d.reserves) == ["g-alpha", "g-bravo"]
     claimed = {n for r in d.reserves for n, _ in r.nodes}
     assert len(claimed) == 2
-    assert d.pending["g-charlie"].estimated_start is not None  # it still learns when GPUs could be free
+    why = d.pending["g-charlie"]
+    assert why.estimated_start is not None  # it still learns when GPUs could be free
+    assert "leave only the session headroom unclaimed" in why.message
 
 
 def test_the_first_plan_in_a_cluster_may_claim_its_headroom() -> None:

@@ -37,7 +37,7 @@ from allotment.core.preemption import (
     session_takes,
     window_reclaims,
 )
-from allotment.core.reservations import Yields, claim, earliest_on_node, plan_start
+from allotment.core.reservations import Yields, claim, earliest_on_node, plan_start, room_denied
 from allotment.core.running import due_victims, reservation_reserve
 from allotment.core.state import Carried, CycleState
 
@@ -281,6 +281,8 @@ def _consider(
             st.reserves.append(Reserve(job.id, names, planned, ReservationKind.PLANNED, st.now, gave_way))
             st.reserved.add(job.id)
             return False
+        if room_denied(job, t.pools, st.cap, st.pol.headroom_for):
+            st.room_denied.add(job.id)
     st.blockers[job.id] = Blocker.CAPACITY
     return False
 

@@ -84,6 +84,8 @@ class Explainer:
                 detail = (job.grace,)  # it will read RESERVED, whose shorter-slice hint depends on the grace
             if free > 0:
                 who = None  # named only when no GPU is free in its pools
+            elif job.id in st.room_denied:
+                detail = ("room",)
         elif blocker in (Blocker.FUNDS, Blocker.RESERVED):
             detail = (job.slice_seconds, job.fallback_opportunistic, job.grace)
         elif blocker is Blocker.SESSION_LIMIT:
@@ -245,6 +247,11 @@ class Explainer:
                 f"needs {shape}; no GPU is free in its pools and taking the work a session may take (opportunistic "
                 "or past its slice, on nodes no planned start holds) would not make room; sessions start first as GPUs "
                 "free up"
+            )
+        if free == 0 and job.id in self.st.room_denied:
+            return (
+                f"needs {shape}; no GPU is free in its pools, and no planned start can be made yet: the plans already "
+                "made there leave only the session headroom unclaimed (see the estimated start)"
             )
         if free == 0:
             return f"needs {shape}; no GPU is free in its pools (budget {job.budget} waits its fair-share turn)"

@@ -129,6 +129,17 @@ def claimable(capacity: Capacity, cluster: str, headroom: int) -> int:
     return unclaimed - headroom
 
 
+def room_denied(job: Job, pools: Sequence[Pool], capacity: Capacity, headroom: Callable[[str], int]) -> bool:
+    """Whether `plans-leave-session-room` kept plan_start off one of the job's pools (for the job's wait reason)."""
+    for pool in pools:
+        size = node_size(capacity, pool)
+        k = nodes_needed(job, size)
+        need = job.total_gpus if k == 1 else size
+        if k > 0 and need * k > claimable(capacity, pool[0], headroom(pool[0])):
+            return True
+    return False
+
+
 def _earliest_single(
     capacity: Capacity, pool: Pool, need: int, now: Seconds, yields: Yields, free_counts: bool, bounds: Bounds
 ) -> Plan | None:

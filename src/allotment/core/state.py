@@ -102,6 +102,8 @@ class CycleState:
         self.renews: list[Renew] = []
         self.lapses: list[Lapse] = []
         self.reserves: list[Reserve] = []
+        self.room_denied: set[str] = set()
+        """Jobs that got no planned start because plans there already leave only the session room unclaimed."""
         self.wake_at: Seconds | None = None
         """Decisions.wake_at: the earliest instant a deferred call to leave falls due."""
         self.pending: dict[str, WaitReason] = {}
