@@ -80,12 +80,8 @@ def plan_start(
     nodes whose bound is not later than the best start found so far."""
     best: Plan | None = None
     for pool in pools:
-        size = node_size(capacity, pool)
-        k = nodes_needed(job, size)
-        if k == 0:
-            continue
-        need = job.total_gpus if k == 1 else size
-        if headroom is not None and need * k > claimable(capacity, pool[0], headroom(pool[0])):
+        k, need = _nodes_and_need(job, capacity, pool)
+        if k == 0 or (headroom is not None and _beyond_room(capacity, pool, need * k, headroom)):
             continue
         free_counts = not headroom_binds(pool[0], need * k)
         if k == 1 and bounds is not None:
@@ -132,12 +128,21 @@ def claimable(capacity: Capacity, cluster: str, headroom: int) -> int:
 def room_denied(job: Job, pools: Sequence[Pool], capacity: Capacity, headroom: Callable[[str], int]) -> bool:
     """Whether `plans-leave-session-room` kept plan_start off one of the job's pools (for the job's wait reason)."""
     for pool in pools:
-        size = node_size(capacity, pool)
-        k = nodes_needed(job, size)
-        need = job.total_gpus if k == 1 else size
-        if k > 0 and need * k > claimable(capacity, pool[0], headroom(pool[0])):
+        k, need = _nodes_and_need(job, capacity, pool)
+        if k > 0 and _beyond_room(capacity, pool, need * k, headroom):
             return True
     return False
+
+
+def _nodes_and_need(job: Job, capacity: Capacity, pool: Pool) -> tuple[int, int]:
+    """(nodes the job needs on the pool, GPUs on each): its own count on one node, or whole nodes for a gang."""
+    size = node_size(capacity, pool)
+    k = nodes_needed(job, size)
+    return k, (job.total_gpus if k == 1 else size)
+
+
+def _beyond_room(capacity: Capacity, pool: Pool, gpus: int, headroom: Callable[[str], int]) -> bool:
+    return gpus > claimable(capacity, pool[0], headroom(pool[0]))
 
 
 def _earliest_single(

@@ -86,8 +86,8 @@ class Engine:
     def run(self, stop: threading.Event, wake: threading.Event, interval: float = 5.0, poll: float = 0.5) -> None:
         """Cycle until `stop` is set: at once when `wake` is set (a submission, a drain), when the executor reports
         something, at the next slice end or kill deadline, when the policy asked to decide again (Decisions.wake_at),
-        and at least every `interval` engine seconds. `poll` is
-        how often (wall seconds) the executor is asked for news in between."""
+        and at least every `interval` engine seconds. `poll` is how often (wall seconds) the executor is asked for
+        news in between."""
         self.reconcile()
         while not stop.is_set():
             report = self.step()
