@@ -15,70 +15,103 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
-from allotment.core.model import ContractClass, Job, Node, Seconds, Snapshot
+from allotment.core.model import ContractClass, Job, Node, NodeState, Seconds, Snapshot
 
 Pool = tuple[str, str]
 """(cluster, gpu_type)"""
 
 
-@dataclass(slots=True)
 class Claim:
-    """A reservation's hold on one node: `gpus` GPUs from `planned_start` on."""
+    """A reservation's hold on one node: `gpus` GPUs from `planned_start` on.
 
-    job_id: str
-    gpus: int
-    planned_start: Seconds
-    spare: int
-    """GPUs of this node that others may still hold past planned_start without delaying it."""
-    yields: Callable[[Occupant], bool]
-    """Which running work on the node gives way to the holder (is not renewed in its way, may be preempted for it)."""
+    The cycle's internal records (Claim, Occupant, NodeSlot) are plain classes with their own __init__, not
+    dataclasses: compiled by mypyc (decision 40) a dataclass keeps the generated __init__ as interpreted Python, and
+    the cycle builds thousands of these (decision 44). They compare by identity."""
+
+    __slots__ = ("gpus", "job_id", "planned_start", "spare", "yields")
+
+    def __init__(
+        self, job_id: str, gpus: int, planned_start: Seconds, spare: int, yields: Callable[[Occupant], bool]
+    ) -> None:
+        self.job_id = job_id
+        self.gpus = gpus
+        self.planned_start = planned_start
+        self.spare = spare
+        """GPUs of this node that others may still hold past planned_start without delaying it."""
+        self.yields = yields
+        """Which running work on the node gives way to the holder (is not renewed in its way, may be preempted for
+        it)."""
 
 
-@dataclass(slots=True)
 class Occupant:
     """A running job's hold on one node, as the cycle sees it."""
 
-    job: Job
-    gpus: int
-    leave: Seconds
-    """The earliest time its GPUs on this node could be free: kill deadline if preempting, slice end + grace if
-    inside its slice, now + grace otherwise."""
-    preemptible: bool
-    """Not inside a run slice and not already leaving."""
-    leaving: bool
-    node: int
-    """Index of the node slot it sits on."""
-    quick: bool = False
-    """Fast-leaving work (opportunistic, short grace, not leaving): its GPUs count as session headroom."""
+    __slots__ = ("gpus", "job", "leave", "leaving", "node", "preemptible", "quick")
+
+    def __init__(
+        self,
+        job: Job,
+        gpus: int,
+        leave: Seconds,
+        preemptible: bool,
+        leaving: bool,
+        node: int,
+        quick: bool = False,
+    ) -> None:
+        self.job = job
+        self.gpus = gpus
+        self.leave = leave
+        """The earliest time its GPUs on this node could be free: kill deadline if preempting, slice end + grace if
+        inside its slice, now + grace otherwise."""
+        self.preemptible = preemptible
+        """Not inside a run slice and not already leaving."""
+        self.leaving = leaving
+        self.node = node
+        """Index of the node slot it sits on."""
+        self.quick = quick
+        """Fast-leaving work (opportunistic, short grace, not leaving): its GPUs count as session headroom."""
 
 
-@dataclass(slots=True)
 class NodeSlot:
-    idx: int
-    node: Node
-    pool: Pool
-    free: list[int]
-    occupants: list[Occupant] = field(default_factory=list)
-    claim: Claim | None = None
-    accepts: bool = False
-    reach: int = 0
-    """Free GPUs plus the GPUs of occupants that are leaving or preemptible: no preemption can free more here."""
-    expired: int = 0
-    """GPUs of its preemptible slice-expired work."""
-    version: int = 0
-    """Counts changes to `free` and `occupants` (not to `claim`), for per-cycle caches of per-node results."""
-    _by_leave: tuple[int, list[Occupant]] = (-1, [])
+    """One node as the cycle sees it: its free GPU indices, its occupants and the claim on it."""
+
+    __slots__ = (
+        "_by_leave",
+        "accepts",
+        "claim",
+        "expired",
+        "free",
+        "idx",
+        "node",
+        "occupants",
+        "pool",
+        "reach",
+        "version",
+    )
+
+    def __init__(self, idx: int, node: Node, pool: Pool, free: list[int]) -> None:
+        self.idx = idx
+        self.node = node
+        self.pool = pool
+        self.free = free
+        self.occupants: list[Occupant] = []
+        self.claim: Claim | None = None
+        self.accepts = node.accepts_work
+        self.reach = 0
+        """Free GPUs plus the GPUs of occupants that are leaving or preemptible: no preemption can free more
+        here."""
+        self.expired = 0
+        """GPUs of its preemptible slice-expired work."""
+        self.version = 0
+        """Counts changes to `free` and `occupants` (not to `claim`), for per-cycle caches of per-node results."""
+        self._by_leave: tuple[int, list[Occupant]] = (-1, [])
 
     def by_leave(self) -> list[Occupant]:
         """The occupants in order of when they could leave (stable), kept until the node changes."""
         if self._by_leave[0] != self.version:
             self._by_leave = (self.version, sorted(self.occupants, key=lambda o: o.leave))
         return self._by_leave[1]
-
-    def __post_init__(self) -> None:
-        self.accepts = self.node.accepts_work
 
 
 def _reachable(occ: Occupant) -> int:
@@ -205,7 +238,8 @@ class Capacity:
 
     @staticmethod
     def _usable(slot: NodeSlot) -> bool:
-        return slot.node.state.value in ("ready", "cordoned")
+        state = slot.node.state
+        return state is NodeState.READY or state is NodeState.CORDONED  # not `.value`: interpreted in enum.py
 
     # -- reading -----------------------------------------------------------------------------------------------
     def slot(self, name: str) -> NodeSlot | None:

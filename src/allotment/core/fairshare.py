@@ -19,21 +19,24 @@ so a steady holding weighs as much as the decayed history it will become.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 
 from allotment.core.model import Budget, Micro
 
 
-@dataclass(slots=True)
 class _TreeNode:
-    name: str
-    parent: str | None
-    allocation: float
-    children: list[str] = field(default_factory=list)
-    usage: float = 0.0
-    active: bool = False
-    open: bool = False
-    """Still has jobs to offer in this pass (pick() descends only into open subtrees)."""
+    """One budget in the tree (a plain class, not a dataclass: decision 44)."""
+
+    __slots__ = ("active", "allocation", "children", "name", "open", "parent", "usage")
+
+    def __init__(self, name: str, parent: str | None, allocation: float) -> None:
+        self.name = name
+        self.parent = parent
+        self.allocation = allocation
+        self.children: list[str] = []
+        self.usage = 0.0
+        self.active = False
+        self.open = False
+        """Still has jobs to offer in this pass (pick() descends only into open subtrees)."""
 
 
 class FairShare:

@@ -14,7 +14,7 @@ Must not: place jobs, or decide the order in which they are served.
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from typing import Final
 
 from allotment.core.capacity import Pool
 from allotment.core.decisions import Blocker
@@ -23,15 +23,26 @@ from allotment.core.placement import gpus_held, node_size, nodes_needed
 from allotment.core.state import CycleState
 
 
-@dataclass(frozen=True, slots=True)
 class Terms:
-    """How a job would run if admitted now: its class, the pools it may use and, per pool, its slice end."""
+    """How a job would run if admitted now: its class, the pools it may use and, per pool, its slice end.
 
-    run_class: RunClass
-    pools: tuple[Pool, ...]
-    slice_ends: tuple[Seconds | None, ...]
-    blocker: Blocker | None
-    """Why no pool is usable (FUNDS, WINDOW, NO_POOL, …), when `pools` is empty."""
+    Terms, _Verdicts and _Shape are plain classes, not dataclasses, so that the compiled core builds them without
+    running interpreted code (decision 44)."""
+
+    __slots__ = ("blocker", "pools", "run_class", "slice_ends")
+
+    def __init__(
+        self,
+        run_class: RunClass,
+        pools: tuple[Pool, ...],
+        slice_ends: tuple[Seconds | None, ...],
+        blocker: Blocker | None,
+    ) -> None:
+        self.run_class: Final = run_class
+        self.pools: Final = pools
+        self.slice_ends: Final = slice_ends
+        self.blocker: Final = blocker
+        """Why no pool is usable (FUNDS, WINDOW, NO_POOL, …), when `pools` is empty."""
 
     def slice_end(self, pool: Pool) -> Seconds | None:
         return self.slice_ends[self.pools.index(pool)]
@@ -41,39 +52,49 @@ WindowVerdict = tuple[Seconds, Micro] | None
 """A slice's (end, price) on a pool with windows, or None when a window refuses it."""
 
 
-@dataclass(slots=True)
 class _Verdicts:
     """The window verdicts of one shape for one window owner (or for every other budget)."""
 
-    seen: int
-    """The window book's version they reflect."""
-    pool_versions: list[int]
-    verdicts: list[WindowVerdict]
-    generation: int = 0
-    """Counts changes of `verdicts` (Terms found for older generations are not reused)."""
-    allowed: tuple[tuple[int, Pool, Seconds, Micro], ...] = ()
-    """(position in the usable pools, pool, slice end, price) of the pools with windows a slice may use."""
-    refused: bool = False
-    prices: list[Micro] = field(default_factory=list)
-    """Sorted distinct prices of every pool a slice may use."""
+    __slots__ = ("allowed", "generation", "pool_versions", "prices", "refused", "seen", "verdicts")
+
+    def __init__(self, seen: int, pool_versions: list[int], verdicts: list[WindowVerdict]) -> None:
+        self.seen = seen
+        """The window book's version they reflect."""
+        self.pool_versions = pool_versions
+        self.verdicts = verdicts
+        self.generation = 0
+        """Counts changes of `verdicts` (Terms found for older generations are not reused)."""
+        self.allowed: tuple[tuple[int, Pool, Seconds, Micro], ...] = ()
+        """(position in the usable pools, pool, slice end, price) of the pools with windows a slice may use."""
+        self.refused = False
+        self.prices: list[Micro] = []
+        """Sorted distinct prices of every pool a slice may use."""
 
 
-@dataclass(slots=True)
 class _Shape:
     """What terms() needs of one job shape (GPU types, clusters, GPUs, replicas, kind, slice), for the cycle."""
 
-    usable: tuple[tuple[Pool, int, Micro], ...]
-    """(pool, GPUs held there, cost of a whole slice there) for every pool the job could ever run in."""
-    plain: tuple[tuple[int, Pool, Micro], ...]
-    """(position in `usable`, pool, cost) for pools without windows."""
-    windowed: tuple[tuple[int, Pool, int, Micro], ...]
-    """(position, pool, GPUs held, cost) for pools with windows."""
-    plain_prices: list[Micro]
-    by_budget: dict[tuple[object, ...], Terms] = field(default_factory=dict)
-    """terms() per (budget, contract, fallback, money the budget has promised)."""
-    verdicts: dict[str | None, _Verdicts] = field(default_factory=dict)
-    found: dict[tuple[object, ...], Terms] = field(default_factory=dict)
-    """Terms per (window verdicts, level of the available money among the prices, fallback)."""
+    __slots__ = ("by_budget", "found", "plain", "plain_prices", "usable", "verdicts", "windowed")
+
+    def __init__(
+        self,
+        usable: tuple[tuple[Pool, int, Micro], ...],
+        plain: tuple[tuple[int, Pool, Micro], ...],
+        windowed: tuple[tuple[int, Pool, int, Micro], ...],
+        plain_prices: list[Micro],
+    ) -> None:
+        self.usable = usable
+        """(pool, GPUs held there, cost of a whole slice there) for every pool the job could ever run in."""
+        self.plain = plain
+        """(position in `usable`, pool, cost) for pools without windows."""
+        self.windowed = windowed
+        """(position, pool, GPUs held, cost) for pools with windows."""
+        self.plain_prices = plain_prices
+        self.by_budget: dict[tuple[object, ...], Terms] = {}
+        """terms() per (budget, contract, fallback, money the budget has promised)."""
+        self.verdicts: dict[str | None, _Verdicts] = {}
+        self.found: dict[tuple[object, ...], Terms] = {}
+        """Terms per (window verdicts, level of the available money among the prices, fallback)."""
 
 
 def terms(st: CycleState, job: Job) -> Terms:
@@ -102,11 +123,17 @@ def standing_blocker(st: CycleState, job: Job) -> Blocker:
 
 
 def _shape(st: CycleState, job: Job) -> _Shape:
-    key = (job.gpu_types, job.clusters, job.gpus, job.replicas, job.kind, job.slice_seconds)
+    mine: _Shape | None = st.shape_of.get(job.id)  # a job's shape is looked up often: by its id (a cached hash)
+    if mine is not None:
+        return mine
+    pools = st.pools(job)
+    # the shape depends on the GPU types and clusters only through the pools, which the cycle interns: keyed by
+    # their identity, the key hashes as plain ints and strings
+    key = (id(pools), job.gpus, job.replicas, job.kind, job.slice_seconds)
     found: _Shape | None = st.shapes.get(key)
     if found is None:
         usable = []
-        for pool in st.pools(job):
+        for pool in pools:
             entry = _pool_cost(st, job, pool)
             if entry is not None:
                 usable.append(entry)
@@ -114,6 +141,7 @@ def _shape(st: CycleState, job: Job) -> _Shape:
         plain = tuple((i, p, c) for i, (p, _, c) in enumerate(usable) if p not in by_pool)
         windowed = tuple((i, p, h, c) for i, (p, h, c) in enumerate(usable) if p in by_pool)
         found = st.shapes[key] = _Shape(tuple(usable), plain, windowed, sorted({c for _, _, c in plain}))
+    st.shape_of[job.id] = found
     return found
 
 

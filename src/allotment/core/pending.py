@@ -39,11 +39,7 @@ from allotment.core.preemption import (
 )
 from allotment.core.reservations import Yields, claim, earliest_on_node, plan_start, room_denied
 from allotment.core.running import due_victims, reservation_reserve
-from allotment.core.state import Carried, CycleState
-
-
-def _job_order(job: Job) -> tuple[int, int, str]:
-    return (-job.priority, job.submitted_at, job.id)
+from allotment.core.state import Carried, CycleState, sort_by_budget_order
 
 
 def reserved_first(st: CycleState, carried: list[Carried]) -> None:
@@ -189,7 +185,9 @@ def fair_share_order(st: CycleState) -> None:
                 side.setdefault(budget, []).append(job)
     deferred = _serve(st, guaranteed, opportunistic_pass=False)
     for budget, jobs in deferred.items():
-        opportunistic[budget] = sorted([*opportunistic.get(budget, []), *jobs], key=_job_order)
+        merged = [*opportunistic.get(budget, []), *jobs]
+        sort_by_budget_order(merged)
+        opportunistic[budget] = merged
     _serve(st, opportunistic, opportunistic_pass=True)
 
 

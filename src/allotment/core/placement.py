@@ -11,17 +11,21 @@ filters it is given, and must not change capacity (the cycle takes the GPUs).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from typing import Final
 
 from allotment.core.capacity import Capacity, NodeSlot, Pool
 from allotment.core.model import Job, Micro
 
 
-@dataclass(frozen=True, slots=True)
 class Placement:
-    pool: Pool
-    nodes: tuple[tuple[int, int], ...]
-    """(node index, GPUs on that node)."""
+    """Where a job would run: one pool and GPUs per node (a plain class, not a dataclass: decision 44)."""
+
+    __slots__ = ("nodes", "pool")
+
+    def __init__(self, pool: Pool, nodes: tuple[tuple[int, int], ...]) -> None:
+        self.pool: Final = pool
+        self.nodes: Final = nodes
+        """(node index, GPUs on that node)."""
 
     @property
     def gpus(self) -> int:

@@ -11,7 +11,7 @@ Must not: emit decisions or change capacity; the cycle does that after checking 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import Final
 
 from allotment.core.capacity import NodeSlot, Occupant
 from allotment.core.decisions import PreemptReason
@@ -81,15 +81,26 @@ def reservation_claims(occ: Occupant) -> PreemptReason | None:
     return PreemptReason.RESERVATION if never_inside_slice(occ) else None
 
 
-@dataclass(frozen=True, slots=True)
 class Victims:
-    occupants: tuple[Occupant, ...]
-    reasons: tuple[PreemptReason, ...]
-    gpus: int
-    lost: int
-    """Seconds of progress the victims lose (time since each started its current run)."""
-    ready_at: Seconds
-    """When the GPUs will be free: the latest kill deadline among victims and leaving occupants counted."""
+    """The work a preemption would take on one node (a plain class, not a dataclass: decision 44)."""
+
+    __slots__ = ("gpus", "lost", "occupants", "ready_at", "reasons")
+
+    def __init__(
+        self,
+        occupants: tuple[Occupant, ...],
+        reasons: tuple[PreemptReason, ...],
+        gpus: int,
+        lost: int,
+        ready_at: Seconds,
+    ) -> None:
+        self.occupants: Final = occupants
+        self.reasons: Final = reasons
+        self.gpus: Final = gpus
+        self.lost: Final = lost
+        """Seconds of progress the victims lose (time since each started its current run)."""
+        self.ready_at: Final = ready_at
+        """When the GPUs will be free: the latest kill deadline among victims and leaving occupants counted."""
 
     @property
     def cost(self) -> tuple[int, int]:

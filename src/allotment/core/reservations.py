@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from allotment.core.capacity import Capacity, Claim, NodeSlot, Occupant, Pool
 from allotment.core.model import Job, Seconds
@@ -56,11 +57,16 @@ def earliest_on_node(
     return None
 
 
-@dataclass(frozen=True, slots=True)
 class Plan:
-    pool: Pool
-    nodes: tuple[tuple[int, int], ...]
-    planned_start: Seconds
+    """A planned start: the nodes (index, GPUs) of one pool a job will start on, and when (a plain class, not a
+    dataclass: decision 44)."""
+
+    __slots__ = ("nodes", "planned_start", "pool")
+
+    def __init__(self, pool: Pool, nodes: tuple[tuple[int, int], ...], planned_start: Seconds) -> None:
+        self.pool: Final = pool
+        self.nodes: Final = nodes
+        self.planned_start: Final = planned_start
 
 
 def plan_start(

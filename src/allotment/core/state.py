@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from allotment.core.capacity import Capacity, NodeSlot, Occupant, Pool, grace_of, is_quick
@@ -49,6 +50,20 @@ class Carried:
     nodes: tuple[tuple[int, int], ...]
     yields: Callable[[Occupant], bool]
     """Which occupants give way to it (CycleState.yields_to for its job, as judged when it was carried)."""
+
+
+_BY_ID = attrgetter("id")
+_BY_SUBMITTED = attrgetter("submitted_at")
+_BY_PRIORITY = attrgetter("priority")
+
+
+def sort_by_budget_order(jobs: list[Job]) -> None:
+    """Sort one budget's jobs in its own order: priority (highest first), then age, then id. Three stable sorts on
+    single attributes rather than one on (-priority, submitted_at, id) tuples: the same order without building,
+    comparing and freeing a tuple per job (decision 44)."""
+    jobs.sort(key=_BY_ID)
+    jobs.sort(key=_BY_SUBMITTED)
+    jobs.sort(key=_BY_PRIORITY, reverse=True)  # reverse=True keeps equal keys in their order: still stable
 
 
 class CycleState:
@@ -125,6 +140,8 @@ class CycleState:
         """The cycle's one Terms object per value (funding._interned)."""
         self.shapes: dict[tuple[object, ...], Any] = {}
         """Per job shape: its usable pools and the terms found for it (funding.terms)."""
+        self.shape_of: dict[str, Any] = {}
+        """Per job id: its entry in `shapes`."""
         self.pool_costs: dict[tuple[object, ...], Any] = {}
         """Per pool and job size, kind and slice: GPUs held and the cost of a whole slice there (funding)."""
         self.window_verdicts: dict[tuple[object, ...], Any] = {}
@@ -146,8 +163,10 @@ class CycleState:
             if job.run is None and job.kind is JobKind.BATCH:
                 self.queues.setdefault(job.budget, []).append(job)
         for queue in self.queues.values():
-            queue.sort(key=lambda j: (-j.priority, j.submitted_at, j.id))
+            sort_by_budget_order(queue)
         self._pools: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[Pool, ...]] = {}
+        self._pools_of: dict[str, tuple[Pool, ...]] = {}
+        """Per job id: its entry in `_pools` (a lookup by the id's cached hash, not by a tuple of tuples)."""
 
     def release(self) -> None:
         """End of the cycle: drop what refers back to this state — rankings keep victim rules and claims keep
@@ -165,11 +184,15 @@ class CycleState:
     # -- lookups -----------------------------------------------------------------------------------------------
     def pools(self, job: Job) -> tuple[Pool, ...]:
         """The pools the job allows, in its order of preference (interned: equal tuples are one object)."""
+        mine = self._pools_of.get(job.id)
+        if mine is not None:
+            return mine
         key = (job.gpu_types, job.clusters)
         found = self._pools.get(key)
         if found is None:
             found = self.intern(tuple(pools_for(job, self.cap, self.snap.rates)))
             self._pools[key] = found
+        self._pools_of[job.id] = found
         return found
 
     def earliest_bounds(self, pool: Pool, need: int, free_counts: bool) -> Iterable[tuple[int, Seconds]]:
