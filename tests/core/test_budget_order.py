@@ -1,7 +1,7 @@
 """A budget's own order of jobs (rule `fair-share-order`, promise 3): priority, highest first, then age, then id.
 
-CycleState sorts each budget's queue on one integer per job, then puts runs of equal priority and age in id order, rather than
-sorting on a tuple key (decision 44); these tests pin that the two give the same order, ties included.
+CycleState sorts each budget's queue on one integer per job, then puts runs of equal priority and age in id order,
+rather than sorting on a tuple key (decision 44); these tests pin that the two give the same order, ties included.
 """
 
 from __future__ import annotations
