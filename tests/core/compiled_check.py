@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
+import pickle
 import sys
 from enum import Enum
 from typing import Any
@@ -49,7 +50,33 @@ def main() -> None:
         cases[name] = canon(decisions)
         del decisions
         garbage[name] = gc.collect()  # what the cycle left in reference cycles (test_cycle_garbage.py: nothing)
-    json.dump({"core": allotment.core.cycle.__file__, "cases": cases, "cyclic_garbage": garbage}, sys.stdout)
+    json.dump(
+        {
+            "core": allotment.core.cycle.__file__,
+            "cases": cases,
+            "cyclic_garbage": garbage,
+            "records": _records_check(),
+        },
+        sys.stdout,
+    )
+
+
+def _records_check() -> dict[str, bool]:
+    """Per decision record type (decision 44): does assigning to a field fail, and does a pickle round trip give an
+    equal record? mypy forbids the assignment in our code; the compiled core must also refuse it at run time."""
+    from tests.core.test_records import RECORDS
+
+    out: dict[str, bool] = {}
+    for name, record in RECORDS.items():
+        field = dataclasses.fields(record)[0].name
+        try:
+            setattr(record, field, getattr(record, field))
+            refused = False
+        except AttributeError:
+            refused = True
+        out[f"{name}: refuses assignment"] = refused
+        out[f"{name}: pickles"] = pickle.loads(pickle.dumps(record)) == record
+    return out
 
 
 if __name__ == "__main__":

@@ -49,3 +49,6 @@ def test_the_compiled_core_decides_exactly_as_the_pure_one(tmp_path: Path) -> No
     # environment): everything a cycle builds is freed by reference counting
     garbage = compiled["cyclic_garbage"]
     assert isinstance(garbage, dict) and set(garbage.values()) == {0}, garbage
+    # the decision records are immutable when compiled (mypyc enforces their Final fields) and still pickle
+    records = compiled["records"]
+    assert isinstance(records, dict) and records and all(records.values()), records

@@ -12,8 +12,12 @@ integers (1000 = full price).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
+from typing import TYPE_CHECKING, Final, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 Seconds = int
 """A point in time or a duration, in whole seconds."""
@@ -103,12 +107,29 @@ class Account:
     """Decayed past usage in credits (exponential decay with the policy's half-life), as of `now`."""
 
 
-@dataclass(frozen=True, slots=True)
-class Allocation:
-    """GPUs a job holds (or will hold) on one node."""
+_Record = TypeVar("_Record", bound="DataclassInstance")
 
-    node: str
-    gpus: tuple[int, ...]
+
+def rebuilt(record: _Record) -> tuple[type[_Record], tuple[object, ...]]:
+    """pickle's recipe for a record written with `init=False` and `Final` fields (decision 44): call its class with
+    its fields again. The compiled core needs it: a mypyc class cannot be made without running its `__init__`."""
+    return type(record), tuple(getattr(record, f.name) for f in fields(record))
+
+
+@dataclass(init=False, slots=True, unsafe_hash=True)
+class Allocation:
+    """GPUs a job holds (or will hold) on one node. Written like the decision records (core/decisions.py): every
+    start builds one, so its `__init__` is compiled, not the dataclass's interpreted one (decision 44)."""
+
+    node: Final[str]
+    gpus: Final[tuple[int, ...]]
+
+    def __init__(self, node: str, gpus: tuple[int, ...]) -> None:
+        self.node = node
+        self.gpus = gpus
+
+    def __reduce__(self) -> tuple[type[Allocation], tuple[object, ...]]:
+        return rebuilt(self)
 
 
 @dataclass(frozen=True, slots=True)
