@@ -1,7 +1,9 @@
 """The scheduling core's input vocabulary: plain, immutable data.
 
 Owns: the types a snapshot is made of (fleet, budgets and their accounts, jobs and their runs, capacity windows,
-reservations, policy settings) and small derived properties of them.
+reservations, policy settings) and small derived properties of them; and `rebuilt`, the pickle recipe for records
+whose immutability comes from `Final` fields rather than `frozen=True` (Allocation here and the decision records,
+decision 44: mypy rejects assigning to them and the compiled core refuses it at run time).
 
 Must not: read a clock, touch disks, processes or the network, or draw random numbers. Times are integer seconds on
 one axis chosen by the shell (the engine uses Unix time; the simulator its own clock). Money is integer
