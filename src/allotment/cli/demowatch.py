@@ -24,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from allotment.cli import render
+from allotment.core.jobstate import FINAL, JobState
 from allotment.sdk import ApiError, Client
 from allotment.sdk import models as m
 
@@ -94,7 +95,7 @@ class Watcher:
         self.console.print(Text(f"[{self.elapsed()}] ", style="dim") + Text(text, style=style))
 
     def view(self) -> RenderableType:
-        busy = sum(j.total_gpus for j in self.jobs.values() if j.state in ("running", "preempting"))
+        busy = sum(j.total_gpus for j in self.jobs.values() if j.state in (JobState.RUNNING, JobState.PREEMPTING))
         header = Text.assemble(
             ("Allotment demo ", "bold"),
             (f"{self.elapsed()}  ", "dim"),
@@ -159,25 +160,25 @@ class Watcher:
     def _changes(self, job: m.JobSummary) -> None:
         before = self.seen.get(job.id)
         if before is not None and before.state == job.state:
-            if job.state == "running":
+            if job.state == JobState.RUNNING:
                 self._slice(job, before)
             return
         detail = self._detail(job.id)
         run = detail.runs[-1] if detail is not None and detail.runs else None
         seen = Seen(job.state, run.slice_end if run is not None and run.ended_at is None else None)
         self.seen[job.id] = seen
-        if job.state == "pending":
+        if job.state == JobState.PENDING:
             if before is None:
                 kind = "session" if job.kind == "session" else job.contract
                 self.emit("queued", f"· {self.label(job)} queued ({kind})", "dim")
-            elif before.state == "preempting":
+            elif before.state == JobState.PREEMPTING:
                 self.emit("requeue", f"↺ {job.name} left its GPUs and is back in the queue, to resume later", "yellow")
-        elif job.state == "running" and run is not None:
+        elif job.state == JobState.RUNNING and run is not None:
             self._started(job, run)
-        elif job.state == "preempting":
+        elif job.state == JobState.PREEMPTING:
             self._preempting(job)
-        elif job.state in ("completed", "failed", "cancelled", "lost"):
-            style = {"completed": "blue", "cancelled": "dim"}.get(job.state, "red")
+        elif job.state in FINAL:
+            style = render.STATE_STYLE.get(job.state, "red")
             self.emit(job.state, f"■ {job.name} {job.state}: {job.state_reason}", style)
 
     def _started(self, job: m.JobSummary, run: m.Run) -> None:

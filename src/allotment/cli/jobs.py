@@ -19,6 +19,7 @@ from rich.markup import escape
 
 from allotment.cli import render
 from allotment.cli.common import EXIT_API, JsonOption, api_call, client, dump, err, fail, out, read_text
+from allotment.core.jobstate import FINAL
 from allotment.sdk import models as m
 
 ATTACH_HINT = "allot attach {job} --data-dir <the server's data directory>   (on the server's host)"
@@ -150,7 +151,7 @@ def session(
     if current.ready:
         out.print(f"[green]✓[/green] session {job_id} started after {time.monotonic() - started:.1f}s")
     out.print(render.session_panel(current, ATTACH_HINT.format(job=job_id)))
-    if not current.ready and current.job.state in ("completed", "failed", "cancelled", "lost"):
+    if not current.ready and current.job.state in FINAL:
         raise typer.Exit(code=EXIT_API)
 
 

@@ -29,6 +29,7 @@ from rich.panel import Panel
 from allotment.cli import render
 from allotment.cli.demowatch import Watcher
 from allotment.config import AllotmentConfig
+from allotment.core.jobstate import JobState
 from allotment.sdk import Client
 
 if TYPE_CHECKING:
@@ -112,17 +113,17 @@ def script(w: Watcher, users: dict[str, Client], data_dir: Path) -> Outcome:
         submit("ben", _batch(f"pretrain-{n}", "pretrain"))
     submit("eli", _batch("finetune-sweep", "finetune", opportunistic=True))
     first = [ids[n] for n in ("pretrain-a", "pretrain-b", "pretrain-c", "finetune-sweep")]
-    check(w.until(lambda: all(w.state(j) == "running" for j in first), 30, "the first jobs to start"))
+    check(w.until(lambda: all(w.state(j) == JobState.RUNNING for j in first), 30, "the first jobs to start"))
 
     w.stage = "2/6 a gang waits"
     w.say("dana submits a 2-node gang (2 × 8 GPUs) to detection. The cluster is full and pretrain's slices protect it:")
     gang = submit("dana", _batch("detect-gang", "detection", replicas=2))
 
     def explained() -> bool:
-        return w.state(gang) != "pending" or users["dana"].why(gang).blocker is not None
+        return w.state(gang) != JobState.PENDING or users["dana"].why(gang).blocker is not None
 
     check(w.until(explained, 20, "the gang's wait reason"))
-    if w.state(gang) == "pending":
+    if w.state(gang) == JobState.PENDING:
         why = users["dana"].why(gang)
         w.say(f"allot why detect-gang → {why.message}; estimated start {render.clock(why.estimated_start)}", "cyan")
 
@@ -131,8 +132,8 @@ def script(w: Watcher, users: dict[str, Client], data_dir: Path) -> Outcome:
     asked = time.monotonic()
     session = users["eli"].request_session("segmentation", gpus=8, length="10m", name="eli-notebook").job.id
     ids["eli-notebook"] = session
-    check(w.until(lambda: w.state(session) == "running", 30, "the session to start"))
-    if w.state(session) == "running":
+    check(w.until(lambda: w.state(session) == JobState.RUNNING, 30, "the session to start"))
+    if w.state(session) == JobState.RUNNING:
         result.session_wait = time.monotonic() - asked
         w.say(f"the session was ready {result.session_wait:.1f}s after eli asked; attach with: "
               f"allot attach {session} --data-dir {data_dir}", "cyan")  # fmt: skip
@@ -141,17 +142,19 @@ def script(w: Watcher, users: dict[str, Client], data_dir: Path) -> Outcome:
     ends = [d.runs[-1].slice_end for j in first[:3] if (d := w.details.get(j)) and d.runs and d.runs[-1].slice_end]
     if ends:
         w.say(f"pretrain's slices end {render.clock(min(ends))}: then the gang's planned start takes two nodes.")
-    check(w.until(lambda: w.state(gang) == "running", SLICE + 45, "the gang to start"))
+    check(w.until(lambda: w.state(gang) == JobState.RUNNING, SLICE + 45, "the gang to start"))
     w.say(f"budgets burn down as jobs run (charged every few seconds); {w.burn()}")
 
     w.stage = "5/6 giving back"
     w.say("eli releases the session; ben cancels whatever of pretrain still waits.")
     users["eli"].release_session(session)
-    check(w.until(lambda: w.state(session) in ("cancelled", "completed"), 20, "the session to end"))
+    check(w.until(lambda: w.state(session) in (JobState.CANCELLED, JobState.COMPLETED), 20, "the session to end"))
     for n in ("pretrain-a", "pretrain-b", "pretrain-c"):
-        if w.state(ids[n]) == "pending":
+        if w.state(ids[n]) == JobState.PENDING:
             users["ben"].cancel(ids[n])
-    w.until(lambda: not any(j.state == "pending" and j.user == "ben" for j in w.jobs.values()), 10, "cancellations")
+    w.until(
+        lambda: not any(j.state == JobState.PENDING and j.user == "ben" for j in w.jobs.values()), 10, "cancellations"
+    )
     _settle(w, 4)
     w.stage = "6/6 done"
     return result

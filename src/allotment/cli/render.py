@@ -19,17 +19,18 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from allotment.core.jobstate import JobState
 from allotment.sdk import MICRO
 from allotment.sdk import models as m
 
 STATE_STYLE = {
-    "pending": "yellow",
-    "running": "green",
-    "preempting": "magenta",
-    "completed": "blue",
-    "failed": "red",
-    "cancelled": "dim",
-    "lost": "red",
+    JobState.PENDING: "yellow",
+    JobState.RUNNING: "green",
+    JobState.PREEMPTING: "magenta",
+    JobState.COMPLETED: "blue",
+    JobState.FAILED: "red",
+    JobState.CANCELLED: "dim",
+    JobState.LOST: "red",
     "ready": "green",
     "cordoned": "yellow",
     "draining": "magenta",

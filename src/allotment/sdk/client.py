@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, TypeAdapter
 
+from allotment.core.jobstate import FINAL
 from allotment.sdk import models as m
 from allotment.sdk.config import resolve
 from allotment.sdk.errors import ApiError
@@ -25,7 +26,7 @@ T = TypeVar("T", bound=BaseModel)
 Duration = int | str
 """Seconds, or a string such as 90s, 30m, 8h, 2d, 1h30m."""
 
-FINAL_STATES = frozenset({"completed", "failed", "cancelled", "lost"})
+FINAL_STATES = FINAL
 NODES = TypeAdapter(list[m.Node])
 TOKENS = TypeAdapter(list[m.Token])
 MEMBERS = TypeAdapter(list[m.Member])

@@ -18,6 +18,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from allotment.core.jobstate import JobState
 from allotment.core.model import NodeState, Seconds
 from allotment.ledger import EntryKind, burn, rollup
 from allotment.ledger.tree import ancestors
@@ -114,7 +115,7 @@ def overview(ctx: Context, principal: Principal, window: Seconds = DEFAULT_BURN_
             state: int(n) for state, n in session.execute(select(JobRow.state, func.count()).group_by(JobRow.state))
         }
         pending_gpus = session.scalar(
-            select(func.coalesce(func.sum(JobRow.gpus * JobRow.replicas), 0)).where(JobRow.state == "pending")
+            select(func.coalesce(func.sum(JobRow.gpus * JobRow.replicas), 0)).where(JobRow.state == JobState.PENDING)
         )
     uses = [
         ClusterUse(name=n, nodes=c["nodes"], gpus=c["gpus"], used_gpus=c["used"], unavailable_gpus=c["unavailable"])

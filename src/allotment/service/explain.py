@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from allotment.core.jobstate import JobState
 from allotment.core.units import cost
 from allotment.service.context import Context
 from allotment.service.errors import Invalid, NotFound
@@ -124,7 +125,7 @@ def why(ctx: Context, principal: Principal, job_id: str) -> WhyView:
     """Why a pending job waits, in numbers. NotFound when the job is not pending."""
     with reading(ctx.sessions) as session:
         job = visible_job(session, principal, job_id)
-        if job.state != "pending":
+        if job.state != JobState.PENDING:
             raise NotFound(f"job {job_id} is not pending (it is {job.state})")
         reason = session.get(PendingReasonRow, job_id)
         money = standing(session, ctx, job.budget)

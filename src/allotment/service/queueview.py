@@ -16,6 +16,7 @@ import binascii
 
 from sqlalchemy import and_, func, or_, select
 
+from allotment.core.jobstate import JobState
 from allotment.service.context import Context
 from allotment.service.dashboard_views import QueuedJob, QueuePage
 from allotment.service.errors import BadRequest, Invalid
@@ -52,7 +53,7 @@ def pending_queue(
     """Pending jobs, oldest first, each with why it waits; `cursor` continues the listing."""
     if not 1 <= limit <= MAX_PAGE:
         raise Invalid.of("limit", f"must be between 1 and {MAX_PAGE}")
-    filters = [JobRow.state == "pending"]
+    filters = [JobRow.state == JobState.PENDING]
     if budget is not None:
         filters.append(JobRow.budget == budget)
     if user is not None:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 from sqlalchemy import select
 
 from allotment.config.fields import Duration, Name
+from allotment.core.jobstate import JobState
 from allotment.core.model import JobKind
 from allotment.service.context import Context
 from allotment.service.errors import NotFound
@@ -96,7 +97,7 @@ def get_session(ctx: Context, principal: Principal, job_id: str) -> SessionView:
     live = run is not None and run.ended_at is None
     return SessionView(
         job=job,
-        ready=live and row.state == "running",
+        ready=live and row.state == JobState.RUNNING,
         started_at=run.started_at if run is not None else None,
         ends_at=run.slice_end if live and run is not None else None,
         idle_since=run.idle_since if live and run is not None else None,

@@ -24,6 +24,7 @@ from pathlib import Path
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from allotment.core.jobstate import ACTIVE, ACTIVE_ORDERED
 from allotment.core.model import Seconds
 from allotment.core.policy import Policy
 from allotment.engine.setup import Settings, build
@@ -34,8 +35,6 @@ from allotment.sim.results import DrainRecord, JobRecord, RunRecord, SimResult
 from allotment.sim.workload import SimJob, Workload
 from allotment.store.jobs import Submission, submit_many
 from allotment.store.tables import JobRow, LedgerEntryRow, NodeRow, RunRow
-
-ACTIVE = ("pending", "running", "preempting")
 
 
 class SimClock:
@@ -242,7 +241,8 @@ class Simulation:
 
     def _active(self) -> int:
         with self.sessions() as session:
-            return int(session.scalar(select(func.count()).select_from(JobRow).where(JobRow.state.in_(ACTIVE))) or 0)
+            active = select(func.count()).select_from(JobRow).where(JobRow.state.in_(ACTIVE_ORDERED))
+            return int(session.scalar(active) or 0)
 
     # -- reading back ------------------------------------------------------------------------------------------
     def _result(self, wall: float, decide_s: float) -> SimResult:

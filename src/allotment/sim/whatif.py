@@ -24,6 +24,7 @@ from sqlalchemy import select
 from allotment.config import ConfigError, load_config
 from allotment.config.plans import BudgetPlan
 from allotment.core.cycle import AllotmentPolicy
+from allotment.core.jobstate import JobState
 from allotment.core.model import ContractClass, JobKind
 from allotment.sim import metrics, report
 from allotment.sim.results import SimResult
@@ -123,7 +124,7 @@ def history_from_database(url: str, days: float) -> list[SimJob]:
             user=r.user,
             gpus=r.gpus,
             replicas=r.replicas,
-            work=max(held.get(r.id, 0) if r.state in ("completed", "failed") else r.slice_seconds, 60),
+            work=max(held.get(r.id, 0) if r.state in (JobState.COMPLETED, JobState.FAILED) else r.slice_seconds, 60),
             kind=JobKind(r.kind),
             contract=ContractClass(r.contract),
             slice_seconds=r.slice_seconds,
