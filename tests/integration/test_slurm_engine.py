@@ -14,7 +14,8 @@ from sqlalchemy import select
 from allotment.core.model import ContractClass, NodeState
 from allotment.engine.fleet_sync import MISSING_REASON, SyncedExecutor
 from allotment.engine.setup import Built
-from allotment.executors.slurm import DiscoveredNode, SlurmExecutor
+from allotment.executors.slurm import SlurmExecutor
+from allotment.ports.fleet import DiscoveredNode
 from allotment.store.db import reading
 from allotment.store.tables import NodeRow
 from tests.integration.support import (
@@ -129,14 +130,14 @@ def test_node_states_sync_both_ways(slurm: Built) -> None:
         row = s.get(NodeRow, drained)
         assert row is not None
         row.state, row.reason = NodeState.DRAINING.value, "disk errors"
-    step_until(slurm, lambda: "DRAIN" in _in_slurm(slurm, drained).slurm_state, what="DRAIN to reach Slurm")
+    step_until(slurm, lambda: "DRAIN" in _in_slurm(slurm, drained).manager_state, what="DRAIN to reach Slurm")
     assert _in_slurm(slurm, drained).reason == "allotment: disk errors"
     assert job(slurm, held).state == "running"  # inside its slice: it leaves at the slice end, not now
     with slurm.sessions.begin() as s:
         row = s.get(NodeRow, drained)
         assert row is not None
         row.state, row.reason = NodeState.READY.value, None
-    step_until(slurm, lambda: "DRAIN" not in _in_slurm(slurm, drained).slurm_state, what="RESUME to reach Slurm")
+    step_until(slurm, lambda: "DRAIN" not in _in_slurm(slurm, drained).manager_state, what="RESUME to reach Slurm")
     step_until(slurm, lambda: _nodes(slurm)[drained][0] == "ready", what="the node to stay ready")
     cancel(slurm, held)
     step_until(slurm, final(slurm, held), what="the job to end")

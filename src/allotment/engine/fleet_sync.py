@@ -7,8 +7,11 @@ Allotment operator sets is written to the manager) — and `SyncedExecutor`, whi
 own poll of the executor (at most every `every` seconds, and at once when a job was lost), so every cycle sees fresh
 node states without the engine knowing about Slurm.
 
-Must not: decide what to preempt (the core reacts to the node states) or change anything but node rows and its
-own memory (`fleet_sync:<cluster>` in the engine key/value table).
+It talks through ports only: the manager is a FleetSource (ports/fleet.py; SlurmExecutor is one), the node table
+and the sync's memory are a FleetSyncStore's FleetEdit (store/fleet_sync_store.py on SQL), one transaction per sync.
+
+Must not: decide what to preempt (the core reacts to the node states), change anything but node records and its
+own memory (`fleet_sync:<cluster>` in the engine key/value table), or name an adapter (import-linter forbids it).
 
 Who wins: the sync remembers, per node, the Allotment state and the manager state it last agreed on. A side that
 changed since then is copied to the other; when both changed, Allotment's operator wins (its change is written to
@@ -21,17 +24,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-from sqlalchemy import select
-from sqlalchemy.orm import Session, sessionmaker
+from typing import Any
 
 from allotment.core.model import NodeState
-from allotment.executors.slurm.fleet import DiscoveredNode, NodeAction, action_for
 from allotment.ports.clock import Clock
 from allotment.ports.executor import EventKind, Executor, ExecutorEvent, LaunchSpec
-from allotment.store.records import get_state, set_state
-from allotment.store.tables import NodeRow
+from allotment.ports.fleet import (
+    DiscoveredNode,
+    FleetEdit,
+    FleetSource,
+    FleetSyncStore,
+    NodeAction,
+    NodeRecord,
+    action_for,
+)
 
 log = logging.getLogger("allotment.fleet_sync")
 
@@ -43,15 +49,10 @@ EXPECTED: Mapping[NodeAction, NodeState] = {
     "down": NodeState.DOWN,
     "resume": NodeState.READY,
 }
-"""How the manager reports a node after each action (Slurm has no cordon: a cordon is a drain there)."""
+"""How the manager reports a node after each action (a manager has no cordon: a cordon is a drain there)."""
 
-
-class NodeManager(Protocol):
-    """What the sync needs from a cluster manager (SlurmExecutor has both)."""
-
-    def discover_nodes(self) -> list[DiscoveredNode]: ...
-
-    def set_node_state(self, node: str, state: NodeAction, reason: str = "allotment") -> None: ...
+Memory = dict[str, dict[str, Any]]
+"""node → the states both sides last agreed on, and when Allotment last wrote to the manager (JSON-shaped)."""
 
 
 @dataclass
@@ -68,8 +69,8 @@ class SyncReport:
 
 @dataclass
 class FleetSync:
-    sessions: sessionmaker[Session]
-    manager: NodeManager
+    store: FleetSyncStore
+    manager: FleetSource
     cluster: str
     gpu_type: str
     settle: int = 15
@@ -81,13 +82,13 @@ class FleetSync:
     def sync(self, now: int) -> SyncReport:
         found = {d.node.name: d for d in self.manager.discover_nodes()}
         report = SyncReport()
-        with self.sessions.begin() as session:
-            memory: dict[str, dict[str, Any]] = dict(get_state(session, self.key) or {})
-            rows = {r.name: r for r in session.scalars(select(NodeRow))}
+        with self.store.edit(self.key) as edit:
+            rows = dict(edit.nodes)
+            memory = edit.memory
             for name, d in sorted(found.items()):
                 row = rows.get(name)
                 if row is None:
-                    self._add(session, d, now)
+                    self._add(edit, d, now)
                     memory[name] = _memo(d.node.state, d.node.state)
                     report.added.append(name)
                 elif row.cluster == self.cluster:
@@ -97,34 +98,29 @@ class FleetSync:
                 else:
                     log.warning("node %s of the manager belongs to cluster %s here; not synced", name, row.cluster)
             for name, row in sorted(rows.items()):
-                if row.cluster == self.cluster and name not in found and row.state != NodeState.DOWN.value:
-                    row.state, row.forced, row.reason, row.updated_at = NodeState.DOWN.value, False, MISSING_REASON, now
+                if row.cluster == self.cluster and name not in found and row.state is not NodeState.DOWN:
+                    row.state, row.forced, row.reason, row.updated_at = NodeState.DOWN, False, MISSING_REASON, now
                     report.missing.append(name)
-            set_state(session, self.key, memory)
         if report.added or report.pulled or report.pushed or report.missing or report.failed:
             log.info("fleet sync %s: %s", self.cluster, report)
         return report
 
-    def _add(self, session: Session, d: DiscoveredNode, now: int) -> None:
-        session.add(
-            NodeRow(
+    def _add(self, edit: FleetEdit, d: DiscoveredNode, now: int) -> None:
+        edit.add(
+            NodeRecord(
                 name=d.node.name,
                 cluster=self.cluster,
                 gpu_type=self.gpu_type,
                 gpus=d.node.gpus,
-                labels={},
-                state=d.node.state.value,
+                state=d.node.state,
                 forced=False,
-                reason=_reason(d),
+                reason=self._reason(d),
                 updated_at=now,
             )
         )
-        session.flush()
 
-    def _node(
-        self, row: NodeRow, d: DiscoveredNode, memory: dict[str, dict[str, Any]], now: int, report: SyncReport
-    ) -> None:
-        mine, theirs = NodeState(row.state), d.node.state
+    def _node(self, row: NodeRecord, d: DiscoveredNode, memory: Memory, now: int, report: SyncReport) -> None:
+        mine, theirs = row.state, d.node.state
         memo = memory.get(row.name)
         if memo is None:
             # First meeting: hardware trouble in the manager wins, then any Allotment drain, then a manager drain.
@@ -144,16 +140,14 @@ class FleetSync:
             if pushed_at is None or now - int(pushed_at) >= self.settle:
                 self._pull(row, d, memory, now, report)
 
-    def _pull(
-        self, row: NodeRow, d: DiscoveredNode, memory: dict[str, dict[str, Any]], now: int, report: SyncReport
-    ) -> None:
+    def _pull(self, row: NodeRecord, d: DiscoveredNode, memory: Memory, now: int, report: SyncReport) -> None:
         state = d.node.state
-        row.state, row.forced, row.reason, row.updated_at = state.value, False, _reason(d), now
+        row.state, row.forced, row.reason, row.updated_at = state, False, self._reason(d), now
         memory[row.name] = _memo(state, state)
         report.pulled[row.name] = state.value
 
-    def _push(self, row: NodeRow, memory: dict[str, dict[str, Any]], now: int, report: SyncReport) -> None:
-        mine = NodeState(row.state)
+    def _push(self, row: NodeRecord, memory: Memory, now: int, report: SyncReport) -> None:
+        mine = row.state
         action = action_for(mine)
         why = f"allotment: {row.reason or mine.value}"
         try:
@@ -164,15 +158,15 @@ class FleetSync:
         memory[row.name] = {**_memo(mine, EXPECTED[action]), "pushed_at": now}
         report.pushed[row.name] = action
 
+    def _reason(self, d: DiscoveredNode) -> str | None:
+        if d.node.state is NodeState.READY:
+            return None
+        return f"{self.manager.manager_name} {d.manager_state}" + (f": {d.reason}" if d.reason else "")
+
 
 def _memo(allot: NodeState, slurm: NodeState) -> dict[str, Any]:
+    # The memory's keys ("allot", "slurm") are stored in the database: kept as they are for existing memories.
     return {"allot": allot.value, "slurm": slurm.value, "pushed_at": None}
-
-
-def _reason(d: DiscoveredNode) -> str | None:
-    if d.node.state is NodeState.READY:
-        return None
-    return f"slurm {d.slurm_state}" + (f": {d.reason}" if d.reason else "")
 
 
 class SyncedExecutor:

@@ -8,13 +8,15 @@ and the database) — and the server's operational duties around the loop:
   on a dedicated connection, or a file lock beside a SQLite database, ops/leader.py); otherwise it is a standby that
   serves the API and retries the lock every `standby_poll` seconds, and takes over (reconcile, then cycle) when the
   leader dies. The lock is checked before every cycle.
-- reconnects: a database error (or slurmctld not answering) ends the engine loop, not the process: the lock is
-  released, the loop waits with exponential backoff (up to `max_backoff` seconds) and starts again — reconcile,
-  then cycle — on fresh connections.
+- reconnects: a database error (one of the store adapter's `Built.store_errors`) or an executor that cannot act
+  (the Executor port's ExecutorUnavailable: slurmctld not answering) ends the engine loop, not the process: the
+  lock is released, the loop waits with exponential backoff (up to `max_backoff` seconds) and starts again —
+  reconcile, then cycle — on fresh connections.
 - observation: the store is wrapped so every cycle feeds the Prometheus metrics and logs its starts and
   preemptions with job and budget ids (ops/metrics.py).
 
-Must not: schedule (the engine does) or serve HTTP itself.
+Must not: schedule (the engine does), serve HTTP itself, or name an adapter: it sees the executor and the store
+through their ports and gets everything concrete from the composition root (setup.py).
 """
 
 from __future__ import annotations
@@ -27,15 +29,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from allotment.engine.cycle import Engine
 from allotment.engine.setup import Built, Settings, build, database_url
-from allotment.executors.slurm.cli import SlurmError
 from allotment.ops.leader import Leadership, leadership_for
 from allotment.ops.logs import configure_logging
 from allotment.ops.metrics import CYCLE_FAILURES, LEADER, LostLeadership, ObservedStore
 from allotment.ops.state import PROCESS, Role
+from allotment.ports.executor import ExecutorUnavailable
 
 log = logging.getLogger("allotment.server")
 
@@ -70,8 +70,10 @@ class Server:
     wake: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     engine: Engine = field(init=False)
+    _retryable: tuple[type[Exception], ...] = field(init=False)
 
     def __post_init__(self) -> None:
+        self._retryable = (ExecutorUnavailable, *self.built.store_errors)
         observed = ObservedStore(self.built.engine.store, self.built.sessions, self.leadership.holds, self.min_gap)
         self.engine = dataclasses.replace(self.built.engine, store=observed)
 
@@ -99,7 +101,7 @@ class Server:
                 backoff = 0.5
             except LostLeadership:
                 log.warning("leadership lost; standing by")
-            except (SQLAlchemyError, SlurmError) as exc:  # the database or the workload manager is away: retry
+            except self._retryable as exc:  # the database or the workload manager is away: retry
                 CYCLE_FAILURES.inc()
                 PROCESS.database_errors += 1
                 first = str(exc).splitlines()[0] if str(exc) else ""

@@ -1,8 +1,10 @@
-"""Putting an engine together from a configuration: database, seeding, accounting, executor and clock.
+"""Putting an engine together from a configuration: the composition root, the one engine module that names adapters.
 
 Owns: the settings of a running Allotment (configuration file, data directory, database URL, executor kind, clock)
 and the steps that turn them into a ready Engine: migrate the database, seed the fleet and organisation from the
-configuration, pick the executor, and build the SQL store with the period calendar.
+configuration, pick the executor (LocalExecutor, or SlurmExecutor behind a fleet sync on the SQL fleet store), and
+build the SQL store with the period calendar. It alone in allotment.engine imports allotment.executors,
+allotment.store and sqlalchemy (an import-linter contract, decision 47); everything else in the engine sees ports.
 
 Must not: run the loop (server.py does) or decide anything.
 """
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from allotment.config import AllotmentConfig, load_config, to_core
@@ -32,6 +35,7 @@ from allotment.ports.clock import Clock
 from allotment.ports.executor import Executor
 from allotment.store.db import make_engine, session_factory
 from allotment.store.fleet import seed_from
+from allotment.store.fleet_sync_store import SqlFleetSyncStore
 from allotment.store.migrate import upgrade
 from allotment.store.scheduling import Accounting, SqlSchedulingStore
 from allotment.store.tables import NodeRow
@@ -168,7 +172,8 @@ def make_executor(settings: Settings, cfg: AllotmentConfig, host: tuple[Node, ..
         )
         sessions = session_factory(make_engine(database_url(settings)))
         clock = make_clock(settings, sessions)
-        return SyncedExecutor(slurm, FleetSync(sessions, slurm, cluster, gpu_type), clock, settings.fleet_sync_every)
+        sync = FleetSync(SqlFleetSyncStore(sessions), slurm, cluster, gpu_type)
+        return SyncedExecutor(slurm, sync, clock, settings.fleet_sync_every)
     raise ValueError(f"unknown executor {settings.executor!r} (choose: local, slurm)")
 
 
@@ -178,6 +183,9 @@ class Built:
     store: SqlSchedulingStore
     sessions: sessionmaker[Session]
     config: AllotmentConfig
+    store_errors: tuple[type[Exception], ...] = (SQLAlchemyError,)
+    """What the store's adapter raises when the database is away: the server retries the loop after a backoff (the
+    executor's counterpart is the port's ExecutorUnavailable)."""
 
 
 def build(

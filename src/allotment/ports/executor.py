@@ -1,6 +1,7 @@
 """The Executor port: how the engine makes decisions real and hears what happened.
 
-Owns: the Executor Protocol, the launch specification handed to it and the events it reports.
+Owns: the Executor Protocol, the launch specification handed to it, the events it reports, and the error that
+means "the executor cannot act now" (ExecutorUnavailable).
 Must not: decide anything. Executors start exactly what they are told, where they are told, and report back.
 
 Contract every executor keeps:
@@ -10,6 +11,8 @@ Contract every executor keeps:
   restart the grace period.
 - poll() returns each event once (started, exited with its code, lost with its node); after a restart of the engine
   an executor rebuilds what it knows from its own durable state, and alive() tells which attempts still run.
+- Any call may raise ExecutorUnavailable (or a subclass, e.g. SlurmError) when what the executor drives does not
+  answer or refuses; the server ends the engine loop and starts it again after a backoff (reconcile, then cycle).
 """
 
 from __future__ import annotations
@@ -20,6 +23,12 @@ from enum import StrEnum
 from typing import Protocol
 
 from allotment.core.model import Allocation
+
+
+class ExecutorUnavailable(RuntimeError):
+    """The executor could not carry out a call now: the workload manager behind it did not answer, refused, or
+    answered unreadably. Transient by contract: nothing of the cycle is lost (undelivered intents stay in the
+    outbox), and the server retries the engine loop after a backoff."""
 
 
 @dataclass(frozen=True, slots=True)

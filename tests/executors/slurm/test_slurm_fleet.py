@@ -10,8 +10,9 @@ from __future__ import annotations
 import time
 
 from allotment.core.model import NodeState
-from allotment.executors.slurm import SlurmExecutor, action_for
+from allotment.executors.slurm import SlurmExecutor
 from allotment.ports.executor import EventKind
+from allotment.ports.fleet import action_for
 
 from .helpers import ended, final, kinds, spec, started, wait_for
 

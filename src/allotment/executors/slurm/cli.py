@@ -16,10 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from allotment.ports.executor import ExecutorUnavailable
 
-class SlurmError(RuntimeError):
+
+class SlurmError(ExecutorUnavailable):
     """A Slurm command failed (non-zero exit status, timeout, output that could not be read, or JSON output that
-    reports errors)."""
+    reports errors). It is the Executor port's ExecutorUnavailable, so the server retries after a backoff."""
 
     def __init__(self, argv: Sequence[str], message: str) -> None:
         super().__init__(f"{' '.join(argv)}: {message}")

@@ -31,6 +31,7 @@ from allotment.executors.slurm.script import SLICE_COMMENT, batch_script, job_na
 from allotment.executors.slurm.state import HELD, RELEASED, SUBMITTING, AttemptRecord, AttemptStore
 from allotment.ports.clock import Clock
 from allotment.ports.executor import EventKind, ExecutorEvent, LaunchSpec
+from allotment.ports.fleet import DiscoveredNode, NodeAction
 
 FINAL_STATES = frozenset(
     {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "DEADLINE", "PREEMPTED"}
@@ -55,7 +56,11 @@ class _SystemClock:
 
 
 class SlurmExecutor:
-    """An Executor (allotment.ports.executor) that runs each attempt as one Slurm batch job."""
+    """An Executor (allotment.ports.executor) that runs each attempt as one Slurm batch job, and the FleetSource
+    (allotment.ports.fleet) of the Slurm cluster's nodes."""
+
+    manager_name = "slurm"
+    """The FleetSource's name in node reasons."""
 
     def __init__(
         self,
@@ -243,10 +248,10 @@ class SlurmExecutor:
 
     # -- fleet -------------------------------------------------------------------------------------------------
 
-    def discover_nodes(self) -> list[fleet.DiscoveredNode]:
+    def discover_nodes(self) -> list[DiscoveredNode]:
         return fleet.discover_nodes(self.cli, cluster=self.cluster, gpu_type=self.gpu_type)
 
-    def set_node_state(self, node: str, state: fleet.NodeAction, reason: str = "allotment") -> None:
+    def set_node_state(self, node: str, state: NodeAction, reason: str = "allotment") -> None:
         fleet.set_node_state(self.cli, node, state, reason)
 
     # -- internals ----------------------------------------------------------------------------------------------

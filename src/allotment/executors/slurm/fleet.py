@@ -2,7 +2,8 @@
 
 Owns: reading every node from `sinfo --json` (name, GPU count and type from its Gres, state flags and reason) and
 mapping its state to NodeState; and `scontrol update NodeName=… State=DRAIN|RESUME|DOWN Reason=…` for the
-decisions Allotment's operators make.
+decisions Allotment's operators make. The records and the action vocabulary are the FleetSource port's
+(ports/fleet.py); this module only speaks Slurm.
 Must not: decide which nodes to drain, or hold state of its own.
 
 State mapping: DOWN, FUTURE, UNKNOWN, NOT_RESPONDING or POWERED_DOWN → DOWN; DRAIN (draining or drained) or
@@ -15,25 +16,14 @@ registers again.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from allotment.core.model import Node, NodeState
 from allotment.executors.slurm.cli import SlurmCli, SlurmError, gres_gpu_count
-
-NodeAction = Literal["drain", "resume", "down"]
+from allotment.ports.fleet import DiscoveredNode, NodeAction
 
 _DOWN = frozenset({"DOWN", "FUTURE", "UNKNOWN", "NOT_RESPONDING", "POWERED_DOWN", "POWER_DOWN", "INVALID"})
 _DRAIN = frozenset({"DRAIN", "DRAINING", "DRAINED", "FAIL", "FAILING"})
-
-
-@dataclass(frozen=True, slots=True)
-class DiscoveredNode:
-    node: Node
-    slurm_state: str
-    """Slurm's state words, e.g. "IDLE+DRAIN"."""
-    reason: str | None
-    """Why the node is drained or down, as Slurm recorded it (None when it has no reason)."""
 
 
 def slurm_states(raw: Mapping[str, Any]) -> list[str]:
@@ -72,7 +62,7 @@ def discover_nodes(cli: SlurmCli, cluster: str, gpu_type: str = "gpu") -> list[D
         out.append(
             DiscoveredNode(
                 node=node,
-                slurm_state="+".join(words),
+                manager_state="+".join(words),
                 reason=reason if isinstance(reason, str) and reason else None,
             )
         )
@@ -100,12 +90,3 @@ def _needs_resume(cli: SlurmCli, node: str) -> bool:
         if raw.get("name") == node:
             return any(w in _DRAIN or w in ("DOWN", "FAIL") for w in slurm_states(raw))
     return True
-
-
-def action_for(state: NodeState) -> NodeAction:
-    """The Slurm action that carries an Allotment node state."""
-    if state is NodeState.READY:
-        return "resume"
-    if state is NodeState.DOWN:
-        return "down"
-    return "drain"
