@@ -164,17 +164,17 @@ class LocalExecutor:
     def _refusal(self, spec: LaunchSpec) -> dict[str, Any] | None:
         """The final record of an attempt that cannot run here, or None when it can."""
         if not spec.placement:
-            return {"kind": "lost", "exit_code": None, "detail": "the placement names no node"}
+            return {"kind": EventKind.LOST.value, "exit_code": None, "detail": "the placement names no node"}
         foreign = sorted({a.node for a in spec.placement} - self.nodes)
         if foreign:
             mine = ", ".join(sorted(self.nodes))
             detail = f"node(s) {', '.join(foreign)} not managed by this executor (it runs {mine})"
-            return {"kind": "lost", "exit_code": None, "detail": detail}
+            return {"kind": EventKind.LOST.value, "exit_code": None, "detail": detail}
         if spec.image is not None:
             detail = f"the local executor cannot run container images ({spec.image})"
-            return {"kind": "exited", "exit_code": sv.EXIT_NOT_STARTED, "detail": detail}
+            return {"kind": EventKind.EXITED.value, "exit_code": sv.EXIT_NOT_STARTED, "detail": detail}
         if not spec.command:
-            return {"kind": "exited", "exit_code": sv.EXIT_NOT_STARTED, "detail": "the command is empty"}
+            return {"kind": EventKind.EXITED.value, "exit_code": sv.EXIT_NOT_STARTED, "detail": "the command is empty"}
         return None
 
     def _spawn_supervisor(self, job_id: str, attempt: int, d: Path) -> None:
@@ -241,7 +241,7 @@ class LocalExecutor:
                 f" (wait status {status}; see {sv.SUPERVISOR_LOG})" if status is not None else ""
             )
         record = {
-            "kind": "lost",
+            "kind": EventKind.LOST.value,
             "exit_code": None,
             "signal": None,
             "ended_at": time.time(),
@@ -270,7 +270,7 @@ class LocalExecutor:
                 events.extend(sessions.attachment_events(d, job_id, attempt, float(job["started_at"])))
             return events
         if _claim(d / DELIVERED_FINAL):
-            kind = EventKind.LOST if record["kind"] == "lost" else EventKind.EXITED
+            kind = EventKind.LOST if record["kind"] == EventKind.LOST.value else EventKind.EXITED
             code = record.get("exit_code")
             events.append(
                 ExecutorEvent(
