@@ -9,8 +9,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as s
 
+from allotment.core.indices import sort_by_budget_order
 from allotment.core.model import Job
-from allotment.core.state import CycleState, sort_by_budget_order
+from allotment.core.state import CycleState
 from tests.core.builders import two_team_world
 
 
@@ -57,4 +58,4 @@ def test_cycle_queues_follow_the_budget_order() -> None:
     for jid, priority, at in [("a3", 0, 30), ("a1", 2, 50), ("a2", 0, 10), ("a4", 2, 50)]:
         world.pending(jid, "red", priority=priority, submitted_at=at)
     st = CycleState(world.snapshot(), now=100)
-    assert [j.id for j in st.queues["red"]] == ["a1", "a4", "a2", "a3"]
+    assert [j.id for j in st.ix.queues["red"]] == ["a1", "a4", "a2", "a3"]

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
+from allotment.core.caches import Terms
 from allotment.core.capacity import NodeSlot, Occupant, Pool
 from allotment.core.decisions import PreemptReason, Reserve
-from allotment.core.funding import Terms
 from allotment.core.model import Job, JobKind, ReservationKind, RunClass, Seconds
 from allotment.core.placement import Placement, choose_block, find_free, node_size, nodes_needed
 from allotment.core.reservations import Capped, backfill_cannot_delay, claim, nobody_yields
@@ -28,7 +28,7 @@ from allotment.core.victim_index import node_victims
 def _node_filter(
     st: CycleState, job: Job, t: Terms, pool_of: Callable[[NodeSlot], Pool]
 ) -> Callable[[NodeSlot, int], bool]:
-    grace = st.grace(job)
+    grace = st.ix.grace(job)
     strict = job.kind is JobKind.SESSION
     ends: dict[Pool, Seconds | None] = {}
 
@@ -40,7 +40,7 @@ def _node_filter(
         pool = pool_of(slot)
         if pool not in ends:
             ends[pool] = t.slice_end(pool)
-        verdict = backfill_cannot_delay(slot, gpus, ends[pool], grace, st.pol.min_slice, st.now)
+        verdict = backfill_cannot_delay(slot, gpus, ends[pool], grace, st.ix.pol.min_slice, st.ix.now)
         return verdict is True or (verdict is not False and not strict)
 
     return ok
@@ -49,19 +49,19 @@ def _node_filter(
 def headroom_allowance(st: CycleState, job: Job, t: Terms, ignore: bool = False) -> Callable[[str], int | None]:
     """The most GPUs the job may take from a cluster's free-or-quick GPUs and still leave its headroom; None when
     the job may use the headroom (sessions and fast-leaving work)."""
-    exempt = ignore or job.kind is JobKind.SESSION or (t.run_class is RunClass.OPPORTUNISTIC and st.quick(job))
+    exempt = ignore or job.kind is JobKind.SESSION or (t.run_class is RunClass.OPPORTUNISTIC and st.ix.quick(job))
 
     def allowance(cluster: str) -> int | None:
-        return None if exempt else st.cap.quick_free.get(cluster, 0) - st.pol.headroom_for(cluster)
+        return None if exempt else st.cap.quick_free.get(cluster, 0) - st.ix.pol.headroom_for(cluster)
 
     return allowance
 
 
 def headroom_filter(st: CycleState, job: Job, t: Terms, ignore: bool = False) -> Callable[[str, int], bool]:
-    exempt = ignore or job.kind is JobKind.SESSION or (t.run_class is RunClass.OPPORTUNISTIC and st.quick(job))
+    exempt = ignore or job.kind is JobKind.SESSION or (t.run_class is RunClass.OPPORTUNISTIC and st.ix.quick(job))
 
     def ok(cluster: str, gpus: int) -> bool:
-        return exempt or st.cap.quick_free.get(cluster, 0) - gpus >= st.pol.headroom_for(cluster)
+        return exempt or st.cap.quick_free.get(cluster, 0) - gpus >= st.ix.pol.headroom_for(cluster)
 
     return ok
 
@@ -71,9 +71,9 @@ def final_slice_end(st: CycleState, job: Job, t: Terms, placement: Placement) ->
     end = t.slice_end(placement.pool)
     if end is None:
         return None
-    grace = st.grace(job)
+    grace = st.ix.grace(job)
     for idx, gpus in placement.nodes:
-        verdict = backfill_cannot_delay(st.cap.nodes[idx], gpus, end, grace, st.pol.min_slice, st.now)
+        verdict = backfill_cannot_delay(st.cap.nodes[idx], gpus, end, grace, st.ix.pol.min_slice, st.ix.now)
         if isinstance(verdict, Capped):
             end = min(end, verdict.end)
     return end
@@ -83,7 +83,7 @@ def place_free(st: CycleState, job: Job, t: Terms, ignore_headroom: bool = False
     if not st.cap.could_fit(job.gpus, job.replicas, t.pools):
         return None  # no pool has a node with enough free GPUs, or enough whole free nodes
     node_ok = _node_filter(st, job, t, lambda s: s.pool)
-    return find_free(job, t.pools, st.cap, node_ok, headroom_filter(st, job, t, ignore_headroom), st.topology)
+    return find_free(job, t.pools, st.cap, node_ok, headroom_filter(st, job, t, ignore_headroom), st.ix.topology)
 
 
 def start_free(st: CycleState, job: Job, t: Terms, placement: Placement, rule: str) -> None:
@@ -113,7 +113,7 @@ def place_by_preemption(
     offer work inside its slice. With `indexed`, nodes are read from the cycle's victim index in the order they are
     preferred (a single-node job takes the first usable one), and only nodes where the index's rule may differ from
     `rule` are searched afresh."""
-    now = st.now
+    now = st.ix.now
     allowance = headroom_allowance(st, job, t, ignore_headroom)
     best: tuple[tuple[int, int], Pool, list[tuple[int, int]], list[tuple[Occupant, PreemptReason]], Seconds] | None
     best = None
@@ -146,7 +146,7 @@ def place_by_preemption(
                 continue
             if k > 1 and slot.node.gpus != size:
                 continue
-            fresh = node_victims(slot, need, now, rule, st.grace, st.quick_occupant)
+            fresh = node_victims(slot, need, now, rule, st.ix.grace, st.ix.quick_occupant)
             if fresh is None or (room is not None and fresh[3] > room):
                 continue
             per_node[idx] = (fresh[0], fresh[1], fresh[2])
@@ -157,7 +157,7 @@ def place_by_preemption(
             chosen = [idx]
         else:
             cands = [(i, float(c[2][0] * 1_000_000 + c[2][1])) for i, c in per_node.items()]
-            picked = choose_block(cands, k, st.cap, st.topology.get(pool[0], ()))
+            picked = choose_block(cands, k, st.cap, st.ix.topology.get(pool[0], ()))
             if picked is None:
                 continue
             chosen = picked
@@ -173,15 +173,10 @@ def place_by_preemption(
         st.preempt(occ.job, reason, job.id)
     claim(st.cap, job.id, nodes, ready, nobody_yields)
     names = tuple((st.cap.nodes[i].node.name, g) for i, g in nodes)
-    st.reserves.append(Reserve(job.id, names, ready, ReservationKind.PREEMPTION, st.now))
-    st.reserved.add(job.id)
+    st.out.mark_reserved(Reserve(job.id, names, ready, ReservationKind.PREEMPTION, now))
     held = sum(g for _, g in nodes)
-    st.fs.hold(job.budget, held * st.rate(pool) / 1_000_000)
-    for name in st.fs.ancestors(job.budget):
-        st.held[name] = st.held.get(name, 0) + held
+    st.fs.hold(job.budget, held * st.ix.rate(pool) / 1_000_000)
     end = t.slice_end(pool)
-    if end is not None:
-        st.committed[job.budget] = st.committed.get(job.budget, 0) + st.slice_cost(job, held, pool, end - now)
-    if job.kind is JobKind.SESSION:
-        st.sessions_of[job.user] = st.sessions_of.get(job.user, 0) + 1
+    promised = None if end is None else st.ix.slice_cost(job, held, pool, end - now)
+    st.out.admit(job, st.fs.ancestors(job.budget), held, promised, job.kind is JobKind.SESSION)
     return True

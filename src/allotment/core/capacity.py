@@ -235,6 +235,11 @@ class Capacity:
                         expired.add(i)
             self.reach_buckets[pool] = reach
             self.expired_nodes[pool] = expired
+        self.occupants_of: dict[str, list[Occupant]] = {}
+        """Per job id: its occupants, in node order, then in the order they were added."""
+        for slot in self.nodes:
+            for occ in slot.occupants:
+                self.occupants_of.setdefault(occ.job.id, []).append(occ)
 
     @staticmethod
     def _usable(slot: NodeSlot) -> bool:
@@ -346,6 +351,7 @@ class Capacity:
         """A job starting in this cycle now holds GPUs of node `occ.node` (taken with take())."""
         slot = self.nodes[occ.node]
         slot.occupants.append(occ)
+        self.occupants_of.setdefault(occ.job.id, []).append(occ)
         self._changed(slot, _reachable(occ), _expired(occ))
 
     def update_occupant(self, occ: Occupant, *, leaving: bool, preemptible: bool, leave: Seconds) -> None:

@@ -61,18 +61,18 @@ class AllotmentPolicy:
         headroom_refill(st)
         explainer = Explainer(st)
         pending = {
-            job.id: explainer.explain(job) for job in snapshot.jobs if job.run is None and job.id not in st.started
+            job.id: explainer.explain(job) for job in snapshot.jobs if job.run is None and job.id not in st.out.started
         }
         decisions = Decisions(
-            starts=tuple(st.starts),
-            preempts=tuple(st.preempts),
-            renews=tuple(st.renews),
-            lapses=tuple(st.lapses),
-            reserves=tuple(st.reserves),
+            starts=tuple(st.out.starts),
+            preempts=tuple(st.out.preempts),
+            renews=tuple(st.out.renews),
+            lapses=tuple(st.out.lapses),
+            reserves=tuple(st.out.reserves),
             pending=pending,
             drain_estimates=drain_estimates(st),
             standings=standings,
-            wake_at=st.wake_at,
+            wake_at=st.out.wake_at,
         )
         st.release()
         return decisions
@@ -80,11 +80,11 @@ class AllotmentPolicy:
 
 def _standings(st: CycleState) -> dict[str, Standing]:
     out: dict[str, Standing] = {}
-    for name in sorted(st.leaves):
-        acc = st.snap.accounts.get(name)
+    for name in sorted(st.ix.leaves):
+        acc = st.ix.snap.accounts.get(name)
         out[name] = Standing(
             balance=acc.balance if acc is not None else 0,
-            committed=st.committed.get(name, 0),
+            committed=st.out.committed.get(name, 0),
             entitled=st.fs.entitled(name),
             used=st.fs.used(name),
         )

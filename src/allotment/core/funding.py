@@ -14,8 +14,8 @@ Must not: place jobs, or decide the order in which they are served.
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import Final
 
+from allotment.core.caches import Ends, FoundKey, PoolCost, Pools, Shape, Terms, WindowVerdict, WindowVerdicts
 from allotment.core.capacity import Pool
 from allotment.core.decisions import Blocker
 from allotment.core.model import ContractClass, Job, JobKind, Micro, RunClass, Seconds
@@ -23,84 +23,10 @@ from allotment.core.placement import gpus_held, node_size, nodes_needed
 from allotment.core.state import CycleState
 
 
-class Terms:
-    """How a job would run if admitted now: its class, the pools it may use and, per pool, its slice end.
-
-    Terms, _Verdicts and _Shape are plain classes, not dataclasses, so that the compiled core builds them without
-    running interpreted code (decision 44)."""
-
-    __slots__ = ("blocker", "pools", "run_class", "slice_ends")
-
-    def __init__(
-        self,
-        run_class: RunClass,
-        pools: tuple[Pool, ...],
-        slice_ends: tuple[Seconds | None, ...],
-        blocker: Blocker | None,
-    ) -> None:
-        self.run_class: Final = run_class
-        self.pools: Final = pools
-        self.slice_ends: Final = slice_ends
-        self.blocker: Final = blocker
-        """Why no pool is usable (FUNDS, WINDOW, NO_POOL, …), when `pools` is empty."""
-
-    def slice_end(self, pool: Pool) -> Seconds | None:
-        return self.slice_ends[self.pools.index(pool)]
-
-
-WindowVerdict = tuple[Seconds, Micro] | None
-"""A slice's (end, price) on a pool with windows, or None when a window refuses it."""
-
-
-class _Verdicts:
-    """The window verdicts of one shape for one window owner (or for every other budget)."""
-
-    __slots__ = ("allowed", "generation", "pool_versions", "prices", "refused", "seen", "verdicts")
-
-    def __init__(self, seen: int, pool_versions: list[int], verdicts: list[WindowVerdict]) -> None:
-        self.seen = seen
-        """The window book's version they reflect."""
-        self.pool_versions = pool_versions
-        self.verdicts = verdicts
-        self.generation = 0
-        """Counts changes of `verdicts` (Terms found for older generations are not reused)."""
-        self.allowed: tuple[tuple[int, Pool, Seconds, Micro], ...] = ()
-        """(position in the usable pools, pool, slice end, price) of the pools with windows a slice may use."""
-        self.refused = False
-        self.prices: list[Micro] = []
-        """Sorted distinct prices of every pool a slice may use."""
-
-
-class _Shape:
-    """What terms() needs of one job shape (GPU types, clusters, GPUs, replicas, kind, slice), for the cycle."""
-
-    __slots__ = ("by_budget", "found", "plain", "plain_prices", "usable", "verdicts", "windowed")
-
-    def __init__(
-        self,
-        usable: tuple[tuple[Pool, int, Micro], ...],
-        plain: tuple[tuple[int, Pool, Micro], ...],
-        windowed: tuple[tuple[int, Pool, int, Micro], ...],
-        plain_prices: list[Micro],
-    ) -> None:
-        self.usable = usable
-        """(pool, GPUs held there, cost of a whole slice there) for every pool the job could ever run in."""
-        self.plain = plain
-        """(position in `usable`, pool, cost) for pools without windows."""
-        self.windowed = windowed
-        """(position, pool, GPUs held, cost) for pools with windows."""
-        self.plain_prices = plain_prices
-        self.by_budget: dict[tuple[object, ...], Terms] = {}
-        """terms() per (budget, contract, fallback, money the budget has promised)."""
-        self.verdicts: dict[str | None, _Verdicts] = {}
-        self.found: dict[tuple[object, ...], Terms] = {}
-        """Terms per (window verdicts, level of the available money among the prices, fallback)."""
-
-
 def terms(st: CycleState, job: Job) -> Terms:
     """The run class, pools and slice ends a pending job could start with now (rule `slice-funding`)."""
     shape = _shape(st, job)
-    key = (job.budget, job.contract, job.fallback_opportunistic, st.committed.get(job.budget, 0))
+    key = (job.budget, job.contract, job.fallback_opportunistic, st.out.committed.get(job.budget, 0))
     found = shape.by_budget.get(key)
     if found is None:
         found = shape.by_budget[key] = _terms(st, job, shape)
@@ -122,15 +48,16 @@ def standing_blocker(st: CycleState, job: Job) -> Blocker:
     return Blocker.CAPACITY if st.available(job.budget) >= shape.plain_prices[0] else Blocker.FUNDS
 
 
-def _shape(st: CycleState, job: Job) -> _Shape:
-    mine: _Shape | None = st.shape_of.get(job.id)  # a job's shape is looked up often: by its id (a cached hash)
+def _shape(st: CycleState, job: Job) -> Shape:
+    caches = st.caches
+    mine = caches.shape_of.get(job.id)  # a job's shape is looked up often: by its id (a cached hash)
     if mine is not None:
         return mine
     pools = st.pools(job)
     # the shape depends on the GPU types and clusters only through the pools, which the cycle interns: keyed by
     # their identity, the key hashes as plain ints and strings
     key = (id(pools), job.gpus, job.replicas, job.kind, job.slice_seconds)
-    found: _Shape | None = st.shapes.get(key)
+    found = caches.shapes.get(key)
     if found is None:
         usable = []
         for pool in pools:
@@ -140,80 +67,81 @@ def _shape(st: CycleState, job: Job) -> _Shape:
         by_pool = st.windows.by_pool
         plain = tuple((i, p, c) for i, (p, _, c) in enumerate(usable) if p not in by_pool)
         windowed = tuple((i, p, h, c) for i, (p, h, c) in enumerate(usable) if p in by_pool)
-        found = st.shapes[key] = _Shape(tuple(usable), plain, windowed, sorted({c for _, _, c in plain}))
-    st.shape_of[job.id] = found
+        found = caches.shapes[key] = Shape(tuple(usable), plain, windowed, sorted({c for _, _, c in plain}))
+    caches.shape_of[job.id] = found
     return found
 
 
-def _pool_cost(st: CycleState, job: Job, pool: Pool) -> tuple[Pool, int, Micro] | None:
+def _pool_cost(st: CycleState, job: Job, pool: Pool) -> PoolCost | None:
     """(pool, GPUs held there, cost of a whole slice there), or None when no set of ready nodes of the pool could
     ever hold the job; the same for every job of one size, kind and slice."""
+    pool_costs = st.caches.pool_costs
     key = (pool, job.gpus, job.replicas, job.kind, job.slice_seconds)
-    if key in st.pool_costs:
-        found: tuple[Pool, int, Micro] | None = st.pool_costs[key]
-        return found
+    if key in pool_costs:
+        return pool_costs[key]
     size = node_size(st.cap, pool)
     k = nodes_needed(job, size)
     need = job.total_gpus if k == 1 else size
     found = None
     if k > 0 and st.cap.up_nodes_with(pool, need) >= k:
         held = gpus_held(job, size)
-        found = (pool, held, st.slice_cost(job, held, pool, st.slice_length(job)))
-    st.pool_costs[key] = found
+        found = (pool, held, st.ix.slice_cost(job, held, pool, st.ix.slice_length(job)))
+    pool_costs[key] = found
     return found
 
 
 def _interned(
     st: CycleState,
     run_class: RunClass,
-    pools: tuple[Pool, ...],
-    ends: tuple[Seconds | None, ...],
+    pools: Pools,
+    ends: Ends,
     blocker: Blocker | None,
 ) -> Terms:
     """The cycle's one Terms object of this value (and its tuples), so that cache keys may use its identity."""
-    pools, ends = st.intern(pools), st.intern(ends)
-    # keyed by a plain tuple (a C-level hash), not by the Terms dataclass (its generated __hash__ runs as Python)
-    key = (run_class, pools, ends, blocker)
-    found: Terms | None = st.terms_of.get(key)
+    caches = st.caches
+    pools, ends = caches.intern_pools(pools), caches.intern_ends(ends)
+    key = (run_class, pools, ends, blocker)  # a plain tuple (a C-level hash)
+    found = caches.terms.get(key)
     if found is None:
-        found = st.terms_of[key] = Terms(run_class, pools, ends, blocker)
+        found = caches.terms[key] = Terms(run_class, pools, ends, blocker)
     return found
 
 
-def _opportunistic(st: CycleState, shape: _Shape) -> Terms:
+def _opportunistic(st: CycleState, shape: Shape) -> Terms:
     """Running opportunistically on any usable pool (no slice)."""
     usable = shape.usable
     return _interned(st, RunClass.OPPORTUNISTIC, tuple(p for p, _, _ in usable), (None,) * len(usable), None)
 
 
-def _terms(st: CycleState, job: Job, shape: _Shape) -> Terms:
+def _terms(st: CycleState, job: Job, shape: Shape) -> Terms:
     usable = shape.usable
     if not usable or (job.contract is ContractClass.OPPORTUNISTIC and job.kind is JobKind.BATCH):
-        found = shape.found.get(())
+        found = shape.opportunistic
         if found is None:
-            found = shape.found[()] = (
+            found = shape.opportunistic = (
                 _opportunistic(st, shape) if usable else _interned(st, RunClass.OPPORTUNISTIC, (), (), Blocker.NO_POOL)
             )
         return found
-    vkey: tuple[object, ...] = ()
+    owner: str | None = None
+    generation = 0
     allowed: tuple[tuple[int, Pool, Seconds, Micro], ...] = ()
     refused = False
     prices = shape.plain_prices
     if shape.windowed:
         owner = job.budget if job.budget in st.windows.owners else None  # other budgets are all treated alike
         v = _window_verdicts(st, job, shape, owner)
-        vkey = (owner, v.generation)
+        generation = v.generation  # from 1 on: never (None, 0), the key of a shape without windows
         allowed, refused, prices = v.allowed, v.refused, v.prices
     available = st.available(job.budget)
     # the Terms depend on the money available only through which of the prices it covers
-    key = (vkey, bisect_right(prices, available), job.fallback_opportunistic)
+    key: FoundKey = (owner, generation, bisect_right(prices, available), job.fallback_opportunistic)
     found = shape.found.get(key)
     if found is None:
         found = shape.found[key] = _funded_terms(st, job, shape, allowed, refused, available)
     return found
 
 
-def _window_verdicts(st: CycleState, job: Job, shape: _Shape, owner: str | None) -> _Verdicts:
+def _window_verdicts(st: CycleState, job: Job, shape: Shape, owner: str | None) -> WindowVerdicts:
     """Rules `slice_end_before_window` and `window_lends_idle` on each of the shape's pools with windows, brought up
     to date with the slices granted on those pools since they were last read."""
     windows = st.windows
@@ -221,7 +149,9 @@ def _window_verdicts(st: CycleState, job: Job, shape: _Shape, owner: str | None)
     if v is not None and v.seen == windows.version:
         return v
     if v is None:
-        v = shape.verdicts[owner] = _Verdicts(windows.version, [-1] * len(shape.windowed), [None] * len(shape.windowed))
+        v = shape.verdicts[owner] = WindowVerdicts(
+            windows.version, [-1] * len(shape.windowed), [None] * len(shape.windowed)
+        )
     v.seen = windows.version
     changed = v.generation == 0
     for n, (_, pool, held, full_cost) in enumerate(shape.windowed):
@@ -229,10 +159,11 @@ def _window_verdicts(st: CycleState, job: Job, shape: _Shape, owner: str | None)
         if v.pool_versions[n] != version:
             v.pool_versions[n] = version
             key = (pool, owner, held, job.kind, job.slice_seconds, version)  # shared by all shapes with these
-            if key in st.window_verdicts:
-                verdict = st.window_verdicts[key]
+            cached = st.caches.window_verdicts
+            if key in cached:
+                verdict = cached[key]
             else:
-                verdict = st.window_verdicts[key] = _window_verdict(st, job, pool, held, full_cost)
+                verdict = cached[key] = _window_verdict(st, job, pool, held, full_cost)
             changed = changed or verdict != v.verdicts[n]
             v.verdicts[n] = verdict
     if changed:
@@ -248,28 +179,28 @@ def _window_verdicts(st: CycleState, job: Job, shape: _Shape, owner: str | None)
 
 
 def _window_verdict(st: CycleState, job: Job, pool: Pool, held: int, full_cost: Micro) -> WindowVerdict:
-    now = st.now
-    length = st.slice_length(job)
+    now = st.ix.now
+    length = st.ix.slice_length(job)
     windows = st.windows
     if not windows.window_lends_idle(job.budget, pool, held):
         return None
     end = windows.slice_end_before_window(job.budget, pool, held, now + length)
-    if end - now < (length if job.kind is JobKind.SESSION else st.pol.min_slice):
+    if end - now < (length if job.kind is JobKind.SESSION else st.ix.pol.min_slice):
         return None
-    return end, full_cost if end == now + length else st.slice_cost(job, held, pool, end - now)
+    return end, full_cost if end == now + length else st.ix.slice_cost(job, held, pool, end - now)
 
 
 def _funded_terms(
     st: CycleState,
     job: Job,
-    shape: _Shape,
+    shape: Shape,
     allowed: tuple[tuple[int, Pool, Seconds, Micro], ...],
     refused: bool,
     available: Micro,
 ) -> Terms:
     """The pools whose slice the budget can pay for, in the job's order of pools."""
     run_class = RunClass.SESSION if job.kind is JobKind.SESSION else RunClass.GUARANTEED
-    end = st.now + st.slice_length(job)
+    end = st.ix.now + st.ix.slice_length(job)
     funded = [(i, p, end) for i, p, c in shape.plain if c <= available]
     if allowed:
         funded = sorted(funded + [(i, p, e) for i, p, e, c in allowed if c <= available])

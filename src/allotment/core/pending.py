@@ -25,10 +25,12 @@ from allotment.core.admission import (
     place_free,
     start_free,
 )
+from allotment.core.caches import Terms
 from allotment.core.capacity import Occupant
 from allotment.core.decisions import Blocker, PreemptReason, Reserve
 from allotment.core.fairshare import credits_per_hour
-from allotment.core.funding import Terms, terms
+from allotment.core.funding import terms
+from allotment.core.indices import sort_by_budget_order
 from allotment.core.model import ContractClass, Job, JobKind, ReservationKind, RunClass, Seconds
 from allotment.core.placement import Placement
 from allotment.core.preemption import (
@@ -39,7 +41,7 @@ from allotment.core.preemption import (
 )
 from allotment.core.reservations import Yields, claim, earliest_on_node, plan_start, room_denied
 from allotment.core.running import due_victims, reservation_reserve
-from allotment.core.state import Carried, CycleState, sort_by_budget_order
+from allotment.core.state import Carried, CycleState
 
 
 def reserved_first(st: CycleState, carried: list[Carried]) -> None:
@@ -49,12 +51,12 @@ def reserved_first(st: CycleState, carried: list[Carried]) -> None:
             st.cap.set_claim(idx, None)
         t = terms(st, job)
         if t.blocker is not None:
-            st.blockers[job.id] = t.blocker
+            st.out.block(job.id, t.blocker)
             continue
         if c.pool not in t.pools:
             continue  # its plan no longer fits its terms: the reservation lapses and it is served like any other job
         if st.within_limits(job, sum(g for _, g in c.nodes)) is not None:
-            st.blockers[job.id] = Blocker.LIMIT
+            st.out.block(job.id, Blocker.LIMIT)
             continue
         if all(len(st.cap.nodes[i].free) >= g for i, g in c.nodes):
             placement = Placement(c.pool, c.nodes)
@@ -67,7 +69,7 @@ def reserved_first(st: CycleState, carried: list[Carried]) -> None:
         planned = claim_and_call_due(st, job, c.nodes, c.yields)
         reservation_reserve(st, c, planned)
         if c.reservation.kind is ReservationKind.PLANNED:
-            st.planned_budgets.add(job.budget)
+            st.out.plan_for(job.budget)
 
 
 def claim_and_call_due(
@@ -77,51 +79,51 @@ def claim_and_call_due(
     preemptible work there that is due to leave (its notice would end at the planned start or later) to go now, so
     the GPUs are free when the plan starts; returns the planned start."""
     if planned is None:
-        planned = max((earliest_on_node(st.cap.nodes[i], g, st.now, yields) or st.now) for i, g in nodes)
+        planned = max((earliest_on_node(st.cap.nodes[i], g, st.ix.now, yields) or st.ix.now) for i, g in nodes)
     claim(st.cap, job.id, nodes, planned, yields)
     due = [occ for idx, need in nodes for occ in due_victims(st, st.cap.nodes[idx], need, planned)]
     if not due:
         return planned
     for occ in due:
         st.preempt(occ.job, PreemptReason.RESERVATION, job.id)
-    planned = max(planned, *((earliest_on_node(st.cap.nodes[i], g, st.now, yields) or st.now) for i, g in nodes))
+    planned = max(planned, *((earliest_on_node(st.cap.nodes[i], g, st.ix.now, yields) or st.ix.now) for i, g in nodes))
     claim(st.cap, job.id, nodes, planned, yields)
     return planned
 
 
 def sessions_first(st: CycleState) -> None:
-    pol = st.pol
+    pol = st.ix.pol
     pending = sorted(
-        (j for j in st.snap.jobs if j.run is None and j.kind is JobKind.SESSION and _open(st, j)),
+        (j for j in st.ix.snap.jobs if j.run is None and j.kind is JobKind.SESSION and _open(st, j)),
         key=lambda j: (j.submitted_at, j.id),
     )
     preempt_failed: set[tuple[object, ...]] = set()
 
     def takes(occ: Occupant) -> PreemptReason | None:
-        return session_takes(occ, st.now)
+        return session_takes(occ, st.ix.now)
 
     for job in pending:
         if job.total_gpus > pol.session_max_gpus or job.slice_seconds > pol.session_max_length:
-            st.blockers[job.id] = Blocker.SESSION_LIMIT
+            st.out.block(job.id, Blocker.SESSION_LIMIT)
             continue
-        if st.sessions_of.get(job.user, 0) >= pol.session_max_per_user:
-            st.blockers[job.id] = Blocker.SESSION_LIMIT
+        if st.out.sessions_of.get(job.user, 0) >= pol.session_max_per_user:
+            st.out.block(job.id, Blocker.SESSION_LIMIT)
             continue
         if st.within_limits(job, job.total_gpus) is not None:
-            st.blockers[job.id] = Blocker.LIMIT
+            st.out.block(job.id, Blocker.LIMIT)
             continue
         t = terms(st, job)
         if t.blocker is not None:
-            st.blockers[job.id] = t.blocker
+            st.out.block(job.id, t.blocker)
             continue
         placement = place_free(st, job, t)
         if placement is not None:
             start_free(st, job, t, placement, "session")
             continue
-        key = (job.total_gpus, id(t.pools), st.grace(job))  # terms() interns its tuples: identity is equality
+        key = (job.total_gpus, id(t.pools), st.ix.grace(job))  # terms() interns its tuples: identity is equality
         if key in preempt_failed or not place_by_preemption(st, job, t, takes, indexed=(("session",), takes, True)):
             preempt_failed.add(key)
-            st.blockers[job.id] = Blocker.CAPACITY
+            st.out.block(job.id, Blocker.CAPACITY)
 
 
 def window_claims(st: CycleState) -> None:
@@ -133,7 +135,7 @@ def window_claims(st: CycleState) -> None:
                 if occ.job.budget == w.budget and not occ.leaving:
                     held += occ.gpus
         preempt_failed: set[tuple[object, ...]] = set()
-        for job in st.queues.get(w.budget, ()):
+        for job in st.ix.queues.get(w.budget, ()):
             if held >= w.gpus:
                 break
             if not _open(st, job):
@@ -150,7 +152,7 @@ def window_claims(st: CycleState) -> None:
                 start_free(st, job, pinned, placement, "capacity-window")
                 held += placement.gpus
                 continue
-            key = (job.gpus, job.replicas, st.grace(job))
+            key = (job.gpus, job.replicas, st.ix.grace(job))
             if key in preempt_failed:
                 continue
             reclaim = _reclaim_for(w.budget)
@@ -174,10 +176,10 @@ def fair_share_order(st: CycleState) -> None:
     in hierarchical fair-share order of budgets and each budget's own order of jobs."""
     guaranteed: dict[str, list[Job]] = {}
     opportunistic: dict[str, list[Job]] = {}
-    for budget, queue in st.queues.items():
-        if budget not in st.leaves:
+    for budget, queue in st.ix.queues.items():
+        if budget not in st.ix.leaves:
             for job in queue:
-                st.blockers[job.id] = Blocker.FUNDS
+                st.out.block(job.id, Blocker.FUNDS)
             continue
         for job in queue:
             if _open(st, job):
@@ -227,25 +229,24 @@ def _consider(
     """Try to start (or reserve GPUs for) one job; True when the budget's usage changed, None when the job would
     run opportunistically and this is the guaranteed pass (it waits for the second pass)."""
     if (
-        job.budget in st.preempt_tried
-        and job.budget in st.planned_budgets
+        job.budget in st.out.preempt_tried
+        and job.budget in st.out.planned_budgets
         and not st.cap.could_fit(job.gpus, job.replicas, st.pools(job))
     ):
         # fast path: only free GPUs could still help this job and no node has enough; explain() finds the blocker
-        st.blockers[job.id] = Blocker.CAPACITY
-        st.unchecked.add(job.id)
+        st.out.pass_over(job.id)
         return False
     if st.within_limits(job, job.total_gpus) is not None:
-        st.blockers[job.id] = Blocker.LIMIT
+        st.out.block(job.id, Blocker.LIMIT)
         return False
     t = terms(st, job)
     if t.blocker is not None:
-        st.blockers[job.id] = t.blocker
+        st.out.block(job.id, t.blocker)
         return False
     if t.run_class is RunClass.OPPORTUNISTIC and not opportunistic_pass:
         return None
     # t has no blocker here, so it stands for (run class, pools, slice ends); terms() interns it: identity is equality
-    key: tuple[object, ...] = (job.gpus, job.replicas, id(t), st.grace(job), st.quick(job))
+    key: tuple[object, ...] = (job.gpus, job.replicas, id(t), st.ix.grace(job), st.ix.quick(job))
     if key not in free_failed:
         placement = place_free(st, job, t)
         if placement is not None:
@@ -253,11 +254,11 @@ def _consider(
             return True
         free_failed.add(key)
     if t.run_class is not RunClass.GUARANTEED:
-        st.blockers[job.id] = Blocker.CAPACITY
+        st.out.block(job.id, Blocker.CAPACITY)
         return False
     # preemption is searched for once per budget and cycle: for its first job that does not fit in free GPUs
-    if job.budget not in st.preempt_tried and key not in preempt_failed:
-        st.preempt_tried.add(job.budget)
+    if job.budget not in st.out.preempt_tried and key not in preempt_failed:
+        st.out.tried_preemption(job.budget)
         below = st.fs.standing(job.budget) < 1.0
         # the rule takes opportunistic work alone, and, when `below`, slice-expired work on budget-dependent terms
         indexed = (("for-guaranteed",), _opportunistic_yields_to_guaranteed, not below)
@@ -265,23 +266,22 @@ def _consider(
             return True
         if not below:
             preempt_failed.add(key)
-    if job.budget not in st.planned_budgets and len(st.planned_budgets) < st.pol.max_reservations:
-        st.planned_budgets.add(job.budget)
+    if job.budget not in st.out.planned_budgets and len(st.out.planned_budgets) < st.ix.pol.max_reservations:
+        st.out.plan_for(job.budget)
         yields = st.yields_to(job)
         binds = _headroom_holds_all_free(st, job, t)
         plan = plan_start(
-            job, t.pools, st.cap, st.topology, st.now, yields, binds, st.earliest_bounds, st.pol.headroom_for
+            job, t.pools, st.cap, st.ix.topology, st.ix.now, yields, binds, st.earliest_bounds, st.ix.pol.headroom_for
         )
         if plan is not None:
             planned = claim_and_call_due(st, job, plan.nodes, yields, plan.planned_start)
             names = tuple((st.cap.nodes[i].node.name, g) for i, g in plan.nodes)
             gave_way = tuple(sorted(o.job.id for i, _ in plan.nodes for o in st.cap.nodes[i].occupants if yields(o)))
-            st.reserves.append(Reserve(job.id, names, planned, ReservationKind.PLANNED, st.now, gave_way))
-            st.reserved.add(job.id)
+            st.out.mark_reserved(Reserve(job.id, names, planned, ReservationKind.PLANNED, st.ix.now, gave_way))
             return False
-        if room_denied(job, t.pools, st.cap, st.pol.headroom_for):
-            st.room_denied.add(job.id)
-    st.blockers[job.id] = Blocker.CAPACITY
+        if room_denied(job, t.pools, st.cap, st.ix.pol.headroom_for):
+            st.out.deny_room(job.id)
+    st.out.block(job.id, Blocker.CAPACITY)
     return False
 
 
@@ -291,7 +291,7 @@ def _headroom_holds_all_free(st: CycleState, job: Job, t: Terms) -> Callable[[st
     exempt = headroom_filter(st, job, t)
 
     def binds(cluster: str, gpus: int) -> bool:
-        return not exempt(cluster, gpus) and st.cap.quick_free.get(cluster, 0) <= st.pol.headroom_for(cluster)
+        return not exempt(cluster, gpus) and st.cap.quick_free.get(cluster, 0) <= st.ix.pol.headroom_for(cluster)
 
     return binds
 
@@ -309,7 +309,7 @@ class _GuaranteedVictims:
         self.st = st
         self.budget = job.budget
         self.below = below
-        rate = min(st.rate(p) for p in t.pools)
+        rate = min(st.ix.rate(p) for p in t.pools)
         self.after = st.fs.standing_after(job.budget, credits_per_hour(job.total_gpus, rate)) if below else 0.0
         self.losses: dict[tuple[str, int], float] = {}
 
@@ -320,20 +320,20 @@ class _GuaranteedVictims:
         losses = self.losses
         if k not in losses:
             st = self.st
-            losses[k] = st.fs.standing_after(occ.job.budget, -credits_per_hour(gpus, st.rate_of_run(occ.job)))
+            losses[k] = st.fs.standing_after(occ.job.budget, -credits_per_hour(gpus, st.ix.rate_of_run(occ.job)))
         return losses[k]
 
     def __call__(self, occ: Occupant) -> PreemptReason | None:
         found = _opportunistic_yields_to_guaranteed(occ)
         if found is None and self.below:
-            found = expired_yields_to_under_share(occ, self.st.now, self.budget, self.after, self.loss)
+            found = expired_yields_to_under_share(occ, self.st.ix.now, self.budget, self.after, self.loss)
         return found
 
 
 def headroom_refill(st: CycleState) -> None:
     clusters = sorted({s.node.cluster for s in st.cap.nodes})
     for cluster in clusters:
-        want = st.pol.headroom_for(cluster)
+        want = st.ix.pol.headroom_for(cluster)
         if want <= 0:
             continue
         slots = [s for s in st.cap.nodes if s.node.cluster == cluster and s.accepts]
@@ -347,9 +347,9 @@ def headroom_refill(st: CycleState) -> None:
             if s.claim is None
             for o in s.occupants
             if o.preemptible
-            and not st.quick_occupant(o)  # already counted as headroom: taking it would free nothing new
-            and o.job.id not in st.preempted
-            and session_takes(o, st.now) is not None
+            and not st.ix.quick_occupant(o)  # already counted as headroom: taking it would free nothing new
+            and o.job.id not in st.out.preempted
+            and session_takes(o, st.ix.now) is not None
         ]
         cands.sort(key=lambda so: (-len(so[0].free), so[1].gpus, _progress(st, so[1]), so[1].job.id))
         for _, occ in cands:
@@ -361,8 +361,8 @@ def headroom_refill(st: CycleState) -> None:
 
 def _progress(st: CycleState, occ: Occupant) -> int:
     run = occ.job.run
-    return 0 if run is None else st.now - run.started_at
+    return 0 if run is None else st.ix.now - run.started_at
 
 
 def _open(st: CycleState, job: Job) -> bool:
-    return job.id not in st.started and job.id not in st.reserved and job.id not in st.blockers
+    return job.id not in st.out.started and job.id not in st.out.reserved and job.id not in st.out.blockers

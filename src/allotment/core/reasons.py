@@ -36,7 +36,7 @@ class Explainer:
         self.st = st
         self._fit: dict[tuple[object, ...], tuple[int, Seconds | None, bool, bool]] = {}
         self._hints: dict[tuple[object, ...], tuple[Hint, ...]] = {}
-        self._reserves: dict[str, Reserve] = {r.job_id: r for r in st.reserves}
+        self._reserves: dict[str, Reserve] = {r.job_id: r for r in st.out.reserves}
         self._reasons: dict[tuple[object, ...], WaitReason] = {}
         self._with_room: dict[tuple[int, int], list[Pool]] = {}
         self._windows: dict[tuple[object, ...], list[tuple[int, str, str, int, str, str]]] = {}
@@ -70,8 +70,8 @@ class Explainer:
                 res.planned_start,
                 self._hints_for(job, pools, Blocker.CAPACITY),
             )
-        blocker = st.blockers.get(job.id, Blocker.CAPACITY)
-        if job.id in st.unchecked:
+        blocker = st.out.blockers.get(job.id, Blocker.CAPACITY)
+        if job.id in st.out.unchecked:
             blocker = self._checked_blocker(job)
         # what the reason depends on besides the blocker, the pools and the job's size and kind (see _message and
         # _compute_hints): the budget, except where the message does not name it; the slice, the grace and the user
@@ -84,7 +84,7 @@ class Explainer:
                 detail = (job.grace,)  # it will read RESERVED, whose shorter-slice hint depends on the grace
             if free > 0:
                 who = None  # named only when no GPU is free in its pools
-            elif job.id in st.room_denied:
+            elif job.id in st.out.room_denied:
                 detail = ("room",)
         elif blocker in (Blocker.FUNDS, Blocker.RESERVED):
             detail = (job.slice_seconds, job.fallback_opportunistic, job.grace)
@@ -181,7 +181,7 @@ class Explainer:
             slot = st.cap.nodes[idx]
             if not slot.accepts or slot.node.gpus < need:
                 continue
-            t = earliest_on_node(slot, need, st.now)
+            t = earliest_on_node(slot, need, st.ix.now)
             if t is not None:
                 times.append(t)
             if len(slot.free) >= need:
@@ -198,34 +198,34 @@ class Explainer:
         need = job.total_gpus
         shape = f"{job.replicas}×{job.gpus} GPUs" if job.replicas > 1 else f"{need} GPU{'s' if need != 1 else ''}"
         if blocker is Blocker.FUNDS:
-            if job.budget not in st.leaves:
+            if job.budget not in st.ix.leaves:
                 return f"budget {job.budget} is not a leaf budget: only leaf budgets pay for jobs"
             avail = st.available(job.budget)
-            pool = min(pools, key=st.rate) if pools else None
+            pool = min(pools, key=st.ix.rate) if pools else None
             price = "unknown"
             if pool is not None:
                 held = gpus_held(job, node_size(st.cap, pool))
-                price = _credits(st.slice_cost(job, held, pool, st.slice_length(job)))
+                price = _credits(st.ix.slice_cost(job, held, pool, st.ix.slice_length(job)))
             return (
                 f"budget {job.budget} has {_credits(avail)} credits not yet promised to running slices; "
-                f"a {_dur(st.slice_length(job))} slice of {shape} costs {price}"
+                f"a {_dur(st.ix.slice_length(job))} slice of {shape} costs {price}"
             )
         if blocker is Blocker.LIMIT:
             for name in st.fs.ancestors(job.budget):
-                limit = st.budgets[name].max_gpus
-                if limit is not None and st.held.get(name, 0) + need > limit:
-                    return f"budget {name} holds {st.held.get(name, 0)} GPUs of its limit of {limit}; this needs {need}"
+                limit = st.ix.budgets[name].max_gpus
+                held = st.out.held.get(name, 0)
+                if limit is not None and held + need > limit:
+                    return f"budget {name} holds {held} GPUs of its limit of {limit}; this needs {need}"
             return f"a budget GPU limit; this needs {need}"
         if blocker is Blocker.SESSION_LIMIT:
-            pol = st.pol
+            pol = st.ix.pol
             if need > pol.session_max_gpus or job.slice_seconds > pol.session_max_length:
                 return (
                     f"sessions are limited to {pol.session_max_gpus} GPUs and {_dur(pol.session_max_length)}; "
                     f"this asks {need} GPUs for {_dur(job.slice_seconds)}"
                 )
-            return (
-                f"user {job.user} already has {st.sessions_of.get(job.user, 0)} of {pol.session_max_per_user} sessions"
-            )
+            sessions = st.out.sessions_of.get(job.user, 0)
+            return f"user {job.user} already has {sessions} of {pol.session_max_per_user} sessions"
         if blocker is Blocker.NO_POOL:
             return f"no ready node of an allowed GPU type and cluster can hold {shape}"
         if blocker is Blocker.WINDOW:
@@ -248,7 +248,7 @@ class Explainer:
                 "or past its slice, on nodes no planned start holds) would not make room; sessions start first as GPUs "
                 "free up"
             )
-        if free == 0 and job.id in self.st.room_denied:
+        if free == 0 and job.id in self.st.out.room_denied:
             return (
                 f"needs {shape}; no GPU is free in its pools, and no planned start can be made yet: the plans already "
                 "made there leave only the session headroom unclaimed (see the estimated start)"
@@ -298,7 +298,7 @@ class Explainer:
         if found is not None:
             return found
         st = self.st
-        now = st.now
+        now = st.ix.now
         hints: list[Hint] = []
         best = 0
         for pool in pools:
@@ -353,23 +353,23 @@ class Explainer:
 
     def _compute_hints(self, job: Job, pools: tuple[Pool, ...], blocker: Blocker) -> list[Hint]:
         st = self.st
-        now = st.now
+        now = st.ix.now
         hints: list[Hint] = []
         if blocker in (Blocker.CAPACITY, Blocker.RESERVED, Blocker.HEADROOM, Blocker.WINDOW):
             hints.extend(self._room_hints(job, pools))
         if blocker is Blocker.RESERVED and job.kind is JobKind.BATCH:
             latest = self._latest_claim_with_room(pools, job.total_gpus)
-            longest = 0 if latest is None else max(0, latest - st.grace(job) - now)
+            longest = 0 if latest is None else max(0, latest - st.ix.grace(job) - now)
             if longest > 0:
                 hints.append(Hint(HintKind.SHORTER_SLICE, f"a slice of at most {_dur(longest)} would start now", now))
         if blocker is Blocker.FUNDS and pools:
-            pool = min(pools, key=st.rate)
+            pool = min(pools, key=st.ix.rate)
             held = gpus_held(job, node_size(st.cap, pool))
-            per_hour = cost(held, st.rate(pool), st.price(job, RunClass.GUARANTEED), 3600)
+            per_hour = cost(held, st.ix.rate(pool), st.ix.price(job, RunClass.GUARANTEED), 3600)
             avail = st.available(job.budget)
             if per_hour > 0 and avail > 0:
                 affordable = avail * 3600 // per_hour
-                if affordable >= st.pol.min_slice:
+                if affordable >= st.ix.pol.min_slice:
                     hints.append(
                         Hint(HintKind.SHORTER_SLICE, f"a slice of {_dur(int(affordable))} is affordable", None)
                     )

@@ -37,8 +37,8 @@ from allotment.core.units import cost
 
 
 def end_of_life(st: CycleState) -> None:
-    now = st.now
-    for job in st.snap.jobs:
+    now = st.ix.now
+    for job in st.ix.snap.jobs:
         run = job.run
         if run is None or run.preemption is not None:
             continue
@@ -54,7 +54,7 @@ def end_of_life(st: CycleState) -> None:
         elif (
             job.kind is JobKind.SESSION
             and run.idle_since is not None
-            and now - run.idle_since >= st.pol.session_idle_timeout
+            and now - run.idle_since >= st.ix.pol.session_idle_timeout
         ):
             st.preempt(job, PreemptReason.IDLE_SESSION, None, requeue=False)
 
@@ -62,8 +62,8 @@ def end_of_life(st: CycleState) -> None:
 def slice_ends(st: CycleState) -> None:
     """Renew or lapse every guaranteed run whose slice has ended, earliest slice end first (then job id), so the order
     of jobs in the snapshot never decides which renewal a budget's money covers."""
-    now = st.now
-    ended = (j for j in st.snap.jobs if j.run is not None and j.run.slice_end is not None and j.run.slice_end <= now)
+    now = st.ix.now
+    ended = (j for j in st.ix.snap.jobs if j.run is not None and j.run.slice_end is not None and j.run.slice_end <= now)
     for job in sorted(ended, key=lambda j: (j.run.slice_end if j.run is not None else 0, j.id)):
         run = job.run
         if (
@@ -72,51 +72,50 @@ def slice_ends(st: CycleState) -> None:
             or run.slice_end is None
             or run.slice_end > now
             or run.preemption is not None
-            or job.id in st.preempted
+            or job.id in st.out.preempted
         ):
             continue
         why = _renewal_blocker(st, job.id)
         if isinstance(why, str):
-            st.lapses.append(Lapse(job.id, why))
+            st.out.mark_lapsed(Lapse(job.id, why))
             continue
-        st.renews.append(Renew(job.id, why))
         gpus = run.gpu_count
-        rate = st.rate_of_run(job)
-        st.committed[job.budget] = st.committed.get(job.budget, 0) + cost(gpus, rate, FULL_PRICE, why - now)
-        pool = st.node_pool[run.placement[0].node]
+        rate = st.ix.rate_of_run(job)
+        st.out.mark_renewed(Renew(job.id, why), job.budget, cost(gpus, rate, FULL_PRICE, why - now))
+        pool = st.ix.node_pool[run.placement[0].node]
         st.windows.commit(job.budget, pool, gpus, why)
-        grace = st.grace(job)
-        for occ in st.occupants.get(job.id, ()):
+        grace = st.ix.grace(job)
+        for occ in st.cap.occupants_of.get(job.id, ()):
             use_spare_renewal(st.cap.nodes[occ.node], occ, why, grace)
             st.cap.update_occupant(occ, leaving=occ.leaving, preemptible=False, leave=why + grace)
 
 
 def _renewal_blocker(st: CycleState, job_id: str) -> Seconds | str:
     """The renewed slice end, or why the slice lapses."""
-    job = st.jobs[job_id]
+    job = st.ix.jobs[job_id]
     run = job.run
     assert run is not None
-    now = st.now
+    now = st.ix.now
     slots = [s for a in run.placement if (s := st.cap.slot(a.node)) is not None]
     if any(s.node.state not in (NodeState.READY, NodeState.CORDONED) for s in slots):
         return "node draining"
-    pool = st.node_pool[run.placement[0].node]
+    pool = st.ix.node_pool[run.placement[0].node]
     gpus = run.gpu_count
-    length = st.slice_length(job)
+    length = st.ix.slice_length(job)
     end = st.windows.slice_end_before_window(job.budget, pool, gpus, now + length)
     if not st.windows.window_lends_idle(job.budget, pool, gpus):
         return "pool booked by a capacity window"
-    grace = st.grace(job)
-    for occ in st.occupants.get(job.id, ()):
+    grace = st.ix.grace(job)
+    for occ in st.cap.occupants_of.get(job.id, ()):
         slot = st.cap.nodes[occ.node]
-        verdict = renewal_cannot_delay(slot, occ, end, grace, st.pol.min_slice, now)
+        verdict = renewal_cannot_delay(slot, occ, end, grace, st.ix.pol.min_slice, now)
         if verdict is False:
             return "GPUs reserved for a planned start"
         if isinstance(verdict, Capped):
             end = min(end, verdict.end)
-    if end - now < st.pol.min_slice:
+    if end - now < st.ix.pol.min_slice:
         return "a capacity window or planned start leaves less than the minimum slice"
-    if st.available(job.budget) < cost(gpus, st.rate(pool), FULL_PRICE, end - now):
+    if st.available(job.budget) < cost(gpus, st.ix.rate(pool), FULL_PRICE, end - now):
         return "budget cannot pay for another slice"
     return end
 
@@ -127,7 +126,7 @@ def drains(st: CycleState) -> None:
         if slot.node.state is not NodeState.DRAINING:
             continue
         for occ in list(slot.occupants):
-            if occ.preemptible and occ.job.id not in st.preempted:
+            if occ.preemptible and occ.job.id not in st.out.preempted:
                 st.preempt(occ.job, PreemptReason.DRAIN, None)
 
 
@@ -136,7 +135,7 @@ def drain_estimates(st: CycleState) -> dict[str, Seconds]:
     out: dict[str, Seconds] = {}
     for slot in st.cap.nodes:
         if slot.node.state is NodeState.DRAINING:
-            out[slot.node.name] = max((o.leave for o in slot.occupants), default=st.now)
+            out[slot.node.name] = max((o.leave for o in slot.occupants), default=st.ix.now)
     return out
 
 
@@ -148,18 +147,18 @@ def install_carried(st: CycleState) -> list[Carried]:
     another budget sees), and is dropped otherwise. Reservations for GPUs being freed by preemption are always kept
     while valid (dropping them would let another job take the GPUs the victims gave up: a preemption loop)."""
     heads = _budget_heads(st)
-    reserved = {r.job_id for r in st.snap.reservations}
+    reserved = {r.job_id for r in st.ix.snap.reservations}
     kept: list[Carried] = []
-    for original in sorted(st.snap.reservations, key=lambda r: (r.planned_start, r.job_id)):
+    for original in sorted(st.ix.snap.reservations, key=lambda r: (r.planned_start, r.job_id)):
         res = original
-        job = st.jobs.get(res.job_id)
+        job = st.ix.jobs.get(res.job_id)
         if job is None or not job.pending:
             continue
         if res.kind is ReservationKind.PLANNED and heads.get(job.budget) != job.id:
             head = heads.get(job.budget)
             if head is None or head in reserved:
                 continue
-            job = st.jobs[head]
+            job = st.ix.jobs[head]
             res = replace(res, job_id=head)
         slots = [st.cap.slot(name) for name, _ in res.nodes]
         if any(s is None or not s.accepts or s.claim is not None for s in slots):
@@ -178,13 +177,13 @@ def install_carried(st: CycleState) -> list[Carried]:
             continue
         nodes = tuple((s.idx, need) for s in real)
         yields = _remembering(st.yields_to(job, also=original.job_id if original.job_id != job.id else None), res)
-        starts = [earliest_on_node(s, need, st.now, yields) for s in real]
+        starts = [earliest_on_node(s, need, st.ix.now, yields) for s in real]
         if any(t is None for t in starts):
             continue
         claim(st.cap, job.id, nodes, max(t for t in starts if t is not None), yields)
         kept.append(Carried(res, job, pool, nodes, yields))
         if res.kind is ReservationKind.PLANNED:
-            st.planned_budgets.add(job.budget)
+            st.out.plan_for(job.budget)
     return kept
 
 
@@ -212,9 +211,9 @@ def _budget_heads(st: CycleState) -> dict[str, str]:
     fair-share order would plan for. A job before it that can never be planned (no pool could ever hold it, its
     budget cannot pay for its slice), or that GPUs are being freed for by preemption (its own reservation), does
     not take the budget's plan away from the job that holds it."""
-    freed_for = {r.job_id for r in st.snap.reservations if r.kind is ReservationKind.PREEMPTION}
+    freed_for = {r.job_id for r in st.ix.snap.reservations if r.kind is ReservationKind.PREEMPTION}
     heads: dict[str, str] = {}
-    for budget, queue in st.queues.items():
+    for budget, queue in st.ix.queues.items():
         for job in queue:
             if job.contract is ContractClass.GUARANTEED and job.id not in freed_for and _may_hold_a_plan(st, job):
                 heads[budget] = job.id
@@ -251,19 +250,18 @@ def due_victims(st: CycleState, slot: NodeSlot, need: int, planned: Seconds) -> 
     # told to leave only once its notice would end at the planned start or later: earlier, the GPUs it frees would
     # idle until then, and the backfill rule would hand them straight back to opportunistic work (a start/preempt
     # loop every cycle)
-    chosen = fewest_victims(eligible, need - have, st.now)
+    chosen = fewest_victims(eligible, need - have, st.ix.now)
     due: list[Occupant] = []
     for occ, _ in chosen:
-        call_at = planned - st.grace(occ.job)
-        if call_at <= st.now:
+        call_at = planned - st.ix.grace(occ.job)
+        if call_at <= st.ix.now:
             due.append(occ)
-        elif st.wake_at is None or call_at < st.wake_at:
-            st.wake_at = call_at  # decide again then, or the plan would wait for whichever cycle comes next
+        else:
+            st.out.wake_by(call_at)  # decide again then, or the plan would wait for whichever cycle comes next
     return due
 
 
 def reservation_reserve(st: CycleState, carried: Carried, planned: Seconds) -> None:
     nodes = tuple((st.cap.nodes[i].node.name, g) for i, g in carried.nodes)
     res = carried.reservation
-    st.reserves.append(Reserve(carried.job.id, nodes, planned, res.kind, res.since, res.gave_way))
-    st.reserved.add(carried.job.id)
+    st.out.mark_reserved(Reserve(carried.job.id, nodes, planned, res.kind, res.since, res.gave_way))

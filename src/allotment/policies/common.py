@@ -69,7 +69,7 @@ class Frame:
         if run.preemption is not None:
             return run.preemption.kill_at
         ends: list[Seconds] = []
-        grace = self.st.grace(job)
+        grace = self.st.ix.grace(job)
         if job.max_runtime is not None:
             ends.append(run.started_at + job.max_runtime + grace)
         if job.kind is JobKind.SESSION and run.slice_end is not None:
@@ -79,7 +79,7 @@ class Frame:
     def end_if_started(self, job: Job) -> Seconds | None:
         """When a job started now would free its GPUs at the latest (None: unbounded)."""
         d = known_duration(job)
-        return None if d is None else self.now + d + self.st.grace(job)
+        return None if d is None else self.now + d + self.st.ix.grace(job)
 
     def access(self, job: Job) -> frozenset[str] | None:
         """The owner labels whose nodes the job may use besides unlabelled ones (None: the fleet has no labels)."""
@@ -168,7 +168,7 @@ class Frame:
                 and (node_ok is None or node_ok(slot, need))
             )
 
-        return find_free(job, pools, self.cap, ok, lambda _c, _n: True, self.st.topology)
+        return find_free(job, pools, self.cap, ok, lambda _c, _n: True, self.st.ix.topology)
 
     def start(self, job: Job, placement: Placement, rule: str, run_class: RunClass | None = None) -> None:
         """Start a job: batch work runs without a slice (charged at full price), a session holds its requested
@@ -178,7 +178,7 @@ class Frame:
             run_class = RunClass.SESSION if session else RunClass.GUARANTEED
         slice_end = self.now + max(1, job.slice_seconds) if session else None
         self.st.start(job, placement, run_class, slice_end, rule)
-        if job.id in self.st.started:
+        if job.id in self.st.out.started:
             self.ends[job.id] = self.end_if_started(job)
 
     def wait(
@@ -193,13 +193,13 @@ class Frame:
         st = self.st
         pending: dict[str, WaitReason] = {}
         for job in self.snap.jobs:
-            if job.run is None and job.id not in st.started:
+            if job.run is None and job.id not in st.out.started:
                 found = self.reasons.get(job.id)
                 pending[job.id] = found if found is not None else self._default_reason(job)
         return Decisions(
-            starts=tuple(st.starts),
-            preempts=tuple(st.preempts),
-            reserves=tuple(st.reserves),
+            starts=tuple(st.out.starts),
+            preempts=tuple(st.out.preempts),
+            reserves=tuple(st.out.reserves),
             pending=pending,
             drain_estimates=self._drain_estimates(),
         )
@@ -253,7 +253,9 @@ def end_of_life(frame: Frame) -> None:
             st.preempt(job, PreemptReason.SESSION_END, None, requeue=False)
         else:
             continue
-        frame.ends[job.id] = frame.now + (0 if st.preempts[-1].reason is PreemptReason.NODE_DOWN else st.grace(job))
+        frame.ends[job.id] = frame.now + (
+            0 if st.out.preempts[-1].reason is PreemptReason.NODE_DOWN else st.ix.grace(job)
+        )
 
 
 def drain_all(frame: Frame, leaves: Callable[[Job], bool]) -> None:
@@ -263,9 +265,14 @@ def drain_all(frame: Frame, leaves: Callable[[Job], bool]) -> None:
             continue
         for occ in list(slot.occupants):
             job = occ.job
-            if job.run is not None and job.run.preemption is None and job.id not in frame.st.preempted and leaves(job):
+            if (
+                job.run is not None
+                and job.run.preemption is None
+                and job.id not in frame.st.out.preempted
+                and leaves(job)
+            ):
                 frame.st.preempt(job, PreemptReason.DRAIN, None)
-                frame.ends[job.id] = frame.now + frame.st.grace(job)
+                frame.ends[job.id] = frame.now + frame.st.ix.grace(job)
 
 
 def static_shares(budgets: Iterable[Budget]) -> dict[str, float]:

@@ -55,7 +55,7 @@ class Quotas:
 
     def __init__(self, frame: Frame, snapshot: Snapshot) -> None:
         st = frame.st
-        self.leaves = sorted(st.leaves)
+        self.leaves = sorted(st.ix.leaves)
         self.capacity = dict(frame.cap.pool_capacity)
         self.nominal = nominal_quotas(self.leaves, static_shares(snapshot.budgets), self.capacity)
         self.usage: dict[str, dict[Pool, int]] = {}
@@ -65,7 +65,7 @@ class Quotas:
             run = job.run
             if run is None or not run.placement:
                 continue
-            pool = st.node_pool.get(run.placement[0].node)
+            pool = st.ix.node_pool.get(run.placement[0].node)
             if pool is None:
                 continue
             self.pool_of[job.id] = pool
@@ -118,8 +118,8 @@ class KueueFairSharing:
 
         carried = carry_rooms(frame, promised, admit)
         for jid, room in carried.items():
-            if jid not in frame.st.started:  # still waiting for its victims: its quota stays reserved
-                quotas.add(frame.st.jobs[jid].budget, room.pool, sum(g for _, g in room.nodes))
+            if jid not in frame.st.out.started:  # still waiting for its victims: its quota stays reserved
+                quotas.add(frame.st.ix.jobs[jid].budget, room.pool, sum(g for _, g in room.nodes))
         queues: dict[str, list[Job]] = {}
         for job in pending_jobs(snapshot):
             if job.id in carried:

@@ -89,13 +89,12 @@ def take_room(
     preemption reservation so that the next cycles keep the freed GPUs for it (kube-scheduler's nominated node)."""
     for victim in room.victims:
         frame.st.preempt(victim, reason, job.id)
-        frame.ends[victim.id] = frame.now + frame.st.grace(victim)
+        frame.ends[victim.id] = frame.now + frame.st.ix.grace(victim)
     _hold(frame, room, promised)
     names = tuple((frame.cap.nodes[i].node.name, g) for i, g in room.nodes)
-    frame.st.reserves.append(
+    frame.st.out.mark_reserved(
         Reserve(job.id, names, ready_at(frame, room), ReservationKind.PREEMPTION, frame.now if since is None else since)
     )
-    frame.st.reserved.add(job.id)
 
 
 def _hold(frame: Frame, room: Room, promised: dict[int, int]) -> None:
@@ -113,7 +112,7 @@ def carry_rooms(frame: Frame, promised: dict[int, int], start: Callable[[Job, Pl
     this cycle. Returns the jobs handled (started or holding), with their rooms."""
     handled: dict[str, Room] = {}
     for res in sorted(frame.snap.reservations, key=lambda r: (r.planned_start, r.job_id)):
-        job = frame.st.jobs.get(res.job_id)
+        job = frame.st.ix.jobs.get(res.job_id)
         if res.kind is not ReservationKind.PREEMPTION or job is None or job.run is not None or job.id in handled:
             continue
         slots = [frame.cap.slot(name) for name, _ in res.nodes]
@@ -130,10 +129,9 @@ def carry_rooms(frame: Frame, promised: dict[int, int], start: Callable[[Job, Pl
         if any(free[i] + max(0, leaving[i]) < g for i, g in room.nodes):
             continue  # the GPUs it was promised are gone (a node changed): it searches again
         _hold(frame, room, promised)
-        frame.st.reserves.append(
+        frame.st.out.mark_reserved(
             Reserve(job.id, res.nodes, ready_at(frame, room), ReservationKind.PREEMPTION, res.since)
         )
-        frame.st.reserved.add(job.id)
         frame.wait(
             job,
             Blocker.WAITING_FOR_GRACE,
@@ -153,7 +151,7 @@ class NoRoom:
         self._seen: dict[tuple[object, ...], tuple[tuple[int, int], int]] = {}
 
     def _token(self) -> tuple[int, int]:
-        return (self.frame.cap.version, len(self.frame.st.preempts))
+        return (self.frame.cap.version, len(self.frame.st.out.preempts))
 
     def known(self, key: tuple[object, ...], strength: int) -> bool:
         found = self._seen.get(key)

@@ -55,11 +55,11 @@ class OldPriority:
         for b in snapshot.budgets:
             if b.max_gpus is not None:
                 limits[b.name] = b.max_gpus
-            elif b.name in st.leaves:
+            elif b.name in st.ix.leaves:
                 limits[b.name] = int(fleet * shares.get(b.name, 0.0))
         protected: dict[str, int] = {}
         for job in snapshot.jobs:
-            if job.run is not None and not _preemptible(job) and job.id not in st.preempted:
+            if job.run is not None and not _preemptible(job) and job.id not in st.out.preempted:
                 for name in st.fs.ancestors(job.budget):
                     protected[name] = protected.get(name, 0) + job.run.gpu_count
         promised: dict[int, int] = {}

@@ -75,10 +75,9 @@ def walk(frame: Frame, order: Sequence[Job], rules: QueueRules) -> None:
                 plans[part] = plans.get(part, 0) + 1
                 total += 1
                 names = tuple((frame.cap.nodes[i].node.name, g) for i, g in plan.nodes)
-                frame.st.reserves.append(
+                frame.st.out.mark_reserved(
                     Reserve(job.id, names, plan.start, ReservationKind.PLANNED, since.get(job.id, frame.now))
                 )
-                frame.st.reserved.add(job.id)
                 where = ", ".join(n for n, _ in names)
                 frame.wait(
                     job,

@@ -89,7 +89,7 @@ class Timeline:
     def span(self, job: Job) -> Seconds | None:
         """How long a job holds its GPUs at most once started (its time limit plus grace); None: unbounded."""
         d = known_duration(job)
-        return None if d is None else d + self.frame.st.grace(job)
+        return None if d is None else d + self.frame.st.ix.grace(job)
 
     def plan(self, job: Job) -> Plan | None:
         """The earliest start of the whole gang on nodes it may use, from known end times, in its allowed pools."""
@@ -146,7 +146,7 @@ class Timeline:
                 chosen = [min(ok, key=lambda i: (self.available(i, t), i))]
             else:
                 picked = choose_block(
-                    [(i, 0.0) for i in ok], k, self.frame.cap, self.frame.st.topology.get(pool[0], ())
+                    [(i, 0.0) for i in ok], k, self.frame.cap, self.frame.st.ix.topology.get(pool[0], ())
                 )
                 assert picked is not None
                 chosen = picked
