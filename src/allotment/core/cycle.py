@@ -20,6 +20,11 @@ Owns: the order of the cycle's steps. Each step is a named rule documented in do
 10. explain-waiting      — every job still pending gets a reason in numbers, an estimated start and hints
                            (reasons.py); draining nodes get their estimated empty time
 
+Each step's signature names the parts of the cycle's state (state.py) it reads and writes: end-of-life, drain and
+headroom-refill take the indices, capacity and outcome; slice-renewal also the window book; the standings and
+drain estimates only read. The steps over pending work take the whole CycleState: they reach funding's caches,
+fair share, the windows and the victim index, and change the outcome only through its mark methods.
+
 Decisions.wake_at says when to decide again even if nothing happens (a plan's victim falls due to be told to leave).
 Then the cycle's state is released (CycleState.release) so that reference counting frees it at once.
 
@@ -29,7 +34,10 @@ Must not: read a clock, touch I/O or draw random numbers: the same snapshot and 
 from __future__ import annotations
 
 from allotment.core.decisions import Decisions, Standing
+from allotment.core.fairshare import FairShare
+from allotment.core.indices import Indices
 from allotment.core.model import Seconds, Snapshot
+from allotment.core.outcome import Outcome
 from allotment.core.pending import (
     fair_share_order,
     headroom_refill,
@@ -49,43 +57,44 @@ class AllotmentPolicy:
 
     def decide(self, snapshot: Snapshot, now: Seconds) -> Decisions:
         st = CycleState(snapshot, now)
-        standings = _standings(st)
-        end_of_life(st)
+        ix, cap, out = st.ix, st.cap, st.out
+        standings = _standings(ix, st.fs, out)
+        end_of_life(ix, cap, out)
         carried = install_carried(st)
-        slice_ends(st)
-        drains(st)
+        slice_ends(ix, cap, st.windows, out)
+        drains(ix, cap, out)
         reserved_first(st, carried)
         sessions_first(st)
         window_claims(st)
         fair_share_order(st)
-        headroom_refill(st)
+        headroom_refill(ix, cap, out)
         explainer = Explainer(st)
         pending = {
-            job.id: explainer.explain(job) for job in snapshot.jobs if job.run is None and job.id not in st.out.started
+            job.id: explainer.explain(job) for job in snapshot.jobs if job.run is None and job.id not in out.started
         }
         decisions = Decisions(
-            starts=tuple(st.out.starts),
-            preempts=tuple(st.out.preempts),
-            renews=tuple(st.out.renews),
-            lapses=tuple(st.out.lapses),
-            reserves=tuple(st.out.reserves),
+            starts=tuple(out.starts),
+            preempts=tuple(out.preempts),
+            renews=tuple(out.renews),
+            lapses=tuple(out.lapses),
+            reserves=tuple(out.reserves),
             pending=pending,
-            drain_estimates=drain_estimates(st),
+            drain_estimates=drain_estimates(ix, cap),
             standings=standings,
-            wake_at=st.out.wake_at,
+            wake_at=out.wake_at,
         )
         st.release()
         return decisions
 
 
-def _standings(st: CycleState) -> dict[str, Standing]:
-    out: dict[str, Standing] = {}
-    for name in sorted(st.ix.leaves):
-        acc = st.ix.snap.accounts.get(name)
-        out[name] = Standing(
-            balance=acc.balance if acc is not None else 0,
-            committed=st.out.committed.get(name, 0),
-            entitled=st.fs.entitled(name),
-            used=st.fs.used(name),
+def _standings(ix: Indices, fs: FairShare, out: Outcome) -> dict[str, Standing]:
+    """Each leaf budget's money and fair share as the cycle begins."""
+    found: dict[str, Standing] = {}
+    for name in sorted(ix.leaves):
+        found[name] = Standing(
+            balance=ix.balance(name),
+            committed=out.committed.get(name, 0),
+            entitled=fs.entitled(name),
+            used=fs.used(name),
         )
-    return out
+    return found

@@ -17,6 +17,7 @@ Must not: preempt work inside its slice (the victim rules in preemption.py never
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import Enum
 
 from allotment.core.admission import (
     final_slice_end,
@@ -26,12 +27,13 @@ from allotment.core.admission import (
     start_free,
 )
 from allotment.core.caches import Terms
-from allotment.core.capacity import Occupant
+from allotment.core.capacity import Capacity, Occupant
 from allotment.core.decisions import Blocker, PreemptReason, Reserve
 from allotment.core.fairshare import credits_per_hour
 from allotment.core.funding import terms
-from allotment.core.indices import sort_by_budget_order
+from allotment.core.indices import Indices, sort_by_budget_order
 from allotment.core.model import ContractClass, Job, JobKind, ReservationKind, RunClass, Seconds
+from allotment.core.outcome import Outcome
 from allotment.core.placement import Placement
 from allotment.core.preemption import (
     expired_yields_to_under_share,
@@ -94,10 +96,10 @@ def claim_and_call_due(
 def sessions_first(st: CycleState) -> None:
     pol = st.ix.pol
     pending = sorted(
-        (j for j in st.ix.snap.jobs if j.run is None and j.kind is JobKind.SESSION and _open(st, j)),
+        (j for j in st.ix.snap.jobs if j.run is None and j.kind is JobKind.SESSION and st.out.is_open(j.id)),
         key=lambda j: (j.submitted_at, j.id),
     )
-    preempt_failed: set[tuple[object, ...]] = set()
+    preempt_failed: set[SessionKey] = set()
 
     def takes(occ: Occupant) -> PreemptReason | None:
         return session_takes(occ, st.ix.now)
@@ -134,11 +136,11 @@ def window_claims(st: CycleState) -> None:
             for occ in st.cap.nodes[idx].occupants:
                 if occ.job.budget == w.budget and not occ.leaving:
                     held += occ.gpus
-        preempt_failed: set[tuple[object, ...]] = set()
+        preempt_failed: set[WindowJobKey] = set()
         for job in st.ix.queues.get(w.budget, ()):
             if held >= w.gpus:
                 break
-            if not _open(st, job):
+            if not st.out.is_open(job.id):
                 continue
             t = terms(st, job)  # the owner's own windows never constrain it; other budgets' windows still do
             if t.blocker is not None or pool not in t.pools or t.run_class is RunClass.OPPORTUNISTIC:
@@ -182,7 +184,7 @@ def fair_share_order(st: CycleState) -> None:
                 st.out.block(job.id, Blocker.FUNDS)
             continue
         for job in queue:
-            if _open(st, job):
+            if st.out.is_open(job.id):
                 side = opportunistic if job.contract is ContractClass.OPPORTUNISTIC else guaranteed
                 side.setdefault(budget, []).append(job)
     deferred = _serve(st, guaranteed, opportunistic_pass=False)
@@ -193,6 +195,27 @@ def fair_share_order(st: CycleState) -> None:
     _serve(st, opportunistic, opportunistic_pass=True)
 
 
+FitKey = tuple[int, int, int, Seconds, bool]
+"""(GPUs, replicas, id of the interned Terms, grace, leaves within seconds): jobs with equal keys fit alike."""
+SessionKey = tuple[int, int, Seconds]
+"""(GPUs, id of the interned pools, grace)."""
+WindowJobKey = tuple[int, int, Seconds]
+"""(GPUs, replicas, grace)."""
+
+
+class Served(Enum):
+    """How fair-share order served one job (_consider)."""
+
+    STARTED = "started"
+    """Started in free GPUs, or GPUs were freed for it by preemption: its budget's usage changed."""
+    PLANNED = "planned"
+    """Got its budget's planned start."""
+    WAITS = "waits"
+    """Waits this cycle; its blocker is in the outcome."""
+    DEFERRED = "deferred"
+    """Would run opportunistically: left for the opportunistic pass."""
+
+
 def _serve(st: CycleState, queues: dict[str, list[Job]], opportunistic_pass: bool) -> dict[str, list[Job]]:
     """One pass; returns the jobs that turned out to run opportunistically (budget cannot fund a slice, fallback
     accepted) when this is the guaranteed pass."""
@@ -200,19 +223,19 @@ def _serve(st: CycleState, queues: dict[str, list[Job]], opportunistic_pass: boo
     pos = dict.fromkeys(queues, 0)
     for name in queues:
         st.fs.set_open(name, True)
-    free_failed: set[tuple[object, ...]] = set()
-    preempt_failed: set[tuple[object, ...]] = set()
+    free_failed: set[FitKey] = set()
+    preempt_failed: set[FitKey] = set()
     while (b := st.fs.pick()) is not None:
         q = queues[b]
         i = pos[b]
         while i < len(q):
             job = q[i]
             i += 1
-            verdict = _consider(st, job, free_failed, preempt_failed, opportunistic_pass)
-            if verdict is None:
+            served = _consider(st, job, free_failed, preempt_failed, opportunistic_pass)
+            if served is Served.DEFERRED:
                 deferred.setdefault(b, []).append(job)
-            elif verdict:
-                break
+            elif served is Served.STARTED:
+                break  # the budget's usage changed: fair share picks the next budget afresh
         pos[b] = i
         if i >= len(q):
             st.fs.set_open(b, False)
@@ -222,12 +245,13 @@ def _serve(st: CycleState, queues: dict[str, list[Job]], opportunistic_pass: boo
 def _consider(
     st: CycleState,
     job: Job,
-    free_failed: set[tuple[object, ...]],
-    preempt_failed: set[tuple[object, ...]],
+    free_failed: set[FitKey],
+    preempt_failed: set[FitKey],
     opportunistic_pass: bool,
-) -> bool | None:
-    """Try to start (or reserve GPUs for) one job; True when the budget's usage changed, None when the job would
-    run opportunistically and this is the guaranteed pass (it waits for the second pass)."""
+) -> Served:
+    """Try to start (or reserve GPUs for) one job, and say how it was served. What it learns goes to the outcome
+    through its mark methods: the blocker of a job that waits (Outcome.block, or pass_over on the fast path), the
+    budget's preemption search (tried_preemption) and planned start (plan_for, mark_reserved, deny_room)."""
     if (
         job.budget in st.out.preempt_tried
         and job.budget in st.out.planned_budgets
@@ -235,27 +259,27 @@ def _consider(
     ):
         # fast path: only free GPUs could still help this job and no node has enough; explain() finds the blocker
         st.out.pass_over(job.id)
-        return False
+        return Served.WAITS
     if st.within_limits(job, job.total_gpus) is not None:
         st.out.block(job.id, Blocker.LIMIT)
-        return False
+        return Served.WAITS
     t = terms(st, job)
     if t.blocker is not None:
         st.out.block(job.id, t.blocker)
-        return False
+        return Served.WAITS
     if t.run_class is RunClass.OPPORTUNISTIC and not opportunistic_pass:
-        return None
+        return Served.DEFERRED
     # t has no blocker here, so it stands for (run class, pools, slice ends); terms() interns it: identity is equality
-    key: tuple[object, ...] = (job.gpus, job.replicas, id(t), st.ix.grace(job), st.ix.quick(job))
+    key = (job.gpus, job.replicas, id(t), st.ix.grace(job), st.ix.quick(job))
     if key not in free_failed:
         placement = place_free(st, job, t)
         if placement is not None:
             start_free(st, job, t, placement, "fair-share")
-            return True
+            return Served.STARTED
         free_failed.add(key)
     if t.run_class is not RunClass.GUARANTEED:
         st.out.block(job.id, Blocker.CAPACITY)
-        return False
+        return Served.WAITS
     # preemption is searched for once per budget and cycle: for its first job that does not fit in free GPUs
     if job.budget not in st.out.preempt_tried and key not in preempt_failed:
         st.out.tried_preemption(job.budget)
@@ -263,7 +287,7 @@ def _consider(
         # the rule takes opportunistic work alone, and, when `below`, slice-expired work on budget-dependent terms
         indexed = (("for-guaranteed",), _opportunistic_yields_to_guaranteed, not below)
         if place_by_preemption(st, job, t, _GuaranteedVictims(st, job, t, below), indexed=indexed):
-            return True
+            return Served.STARTED
         if not below:
             preempt_failed.add(key)
     if job.budget not in st.out.planned_budgets and len(st.out.planned_budgets) < st.ix.pol.max_reservations:
@@ -278,11 +302,11 @@ def _consider(
             names = tuple((st.cap.nodes[i].node.name, g) for i, g in plan.nodes)
             gave_way = tuple(sorted(o.job.id for i, _ in plan.nodes for o in st.cap.nodes[i].occupants if yields(o)))
             st.out.mark_reserved(Reserve(job.id, names, planned, ReservationKind.PLANNED, st.ix.now, gave_way))
-            return False
+            return Served.PLANNED
         if room_denied(job, t.pools, st.cap, st.ix.pol.headroom_for):
             st.out.deny_room(job.id)
     st.out.block(job.id, Blocker.CAPACITY)
-    return False
+    return Served.WAITS
 
 
 def _headroom_holds_all_free(st: CycleState, job: Job, t: Terms) -> Callable[[str, int], bool]:
@@ -330,15 +354,17 @@ class _GuaranteedVictims:
         return found
 
 
-def headroom_refill(st: CycleState) -> None:
-    clusters = sorted({s.node.cluster for s in st.cap.nodes})
+def headroom_refill(ix: Indices, cap: Capacity, out: Outcome) -> None:
+    """Reads the nodes, claims and quick-free counts of `cap`; writes preemptions (to `out` and `cap`)."""
+    now = ix.now
+    clusters = sorted({s.node.cluster for s in cap.nodes})
     for cluster in clusters:
-        want = st.ix.pol.headroom_for(cluster)
+        want = ix.pol.headroom_for(cluster)
         if want <= 0:
             continue
-        slots = [s for s in st.cap.nodes if s.node.cluster == cluster and s.accepts]
+        slots = [s for s in cap.nodes if s.node.cluster == cluster and s.accepts]
         coming = sum(o.gpus for s in slots if s.claim is None for o in s.occupants if o.leaving)
-        deficit = want - st.cap.quick_free.get(cluster, 0) - coming
+        deficit = want - cap.quick_free.get(cluster, 0) - coming
         if deficit <= 0:
             continue
         cands = [
@@ -347,22 +373,18 @@ def headroom_refill(st: CycleState) -> None:
             if s.claim is None
             for o in s.occupants
             if o.preemptible
-            and not st.ix.quick_occupant(o)  # already counted as headroom: taking it would free nothing new
-            and o.job.id not in st.out.preempted
-            and session_takes(o, st.ix.now) is not None
+            and not ix.quick_occupant(o)  # already counted as headroom: taking it would free nothing new
+            and o.job.id not in out.preempted
+            and session_takes(o, now) is not None
         ]
-        cands.sort(key=lambda so: (-len(so[0].free), so[1].gpus, _progress(st, so[1]), so[1].job.id))
+        cands.sort(key=lambda so: (-len(so[0].free), so[1].gpus, _progress(now, so[1]), so[1].job.id))
         for _, occ in cands:
             if deficit <= 0:
                 break
-            st.preempt(occ.job, PreemptReason.HEADROOM, None)
+            out.preempt(ix, cap, occ.job, PreemptReason.HEADROOM, None, None)
             deficit -= occ.gpus
 
 
-def _progress(st: CycleState, occ: Occupant) -> int:
+def _progress(now: Seconds, occ: Occupant) -> int:
     run = occ.job.run
-    return 0 if run is None else st.ix.now - run.started_at
-
-
-def _open(st: CycleState, job: Job) -> bool:
-    return job.id not in st.out.started and job.id not in st.out.reserved and job.id not in st.out.blockers
+    return 0 if run is None else now - run.started_at

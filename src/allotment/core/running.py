@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from allotment.core.capacity import NodeSlot, Occupant
+from allotment.core.capacity import Capacity, NodeSlot, Occupant
 from allotment.core.decisions import Lapse, PreemptReason, Renew, Reserve
 from allotment.core.funding import terms
+from allotment.core.indices import Indices
 from allotment.core.model import (
     FULL_PRICE,
     ContractClass,
@@ -29,41 +30,48 @@ from allotment.core.model import (
     RunClass,
     Seconds,
 )
+from allotment.core.outcome import Outcome
 from allotment.core.placement import node_size, nodes_needed
 from allotment.core.preemption import fewest_victims, reservation_claims
 from allotment.core.reservations import Capped, Yields, claim, earliest_on_node, renewal_cannot_delay, use_spare_renewal
 from allotment.core.state import Carried, CycleState
 from allotment.core.units import cost
+from allotment.core.windows import WindowBook
 
 
-def end_of_life(st: CycleState) -> None:
-    now = st.ix.now
-    for job in st.ix.snap.jobs:
+def end_of_life(ix: Indices, cap: Capacity, out: Outcome) -> None:
+    """Reads the snapshot's running jobs and the nodes they hold; writes preemptions (to `out`, and their
+    occupants' leave times to `cap`)."""
+    now = ix.now
+    for job in ix.snap.jobs:
         run = job.run
         if run is None or run.preemption is not None:
             continue
-        states = [s.node for a in run.placement if (s := st.cap.slot(a.node)) is not None]
+        states = [s.node for a in run.placement if (s := cap.slot(a.node)) is not None]
         if len(states) < len(run.placement) or any(n.state is NodeState.DOWN for n in states):
-            st.preempt(job, PreemptReason.NODE_DOWN, None)
+            out.preempt(ix, cap, job, PreemptReason.NODE_DOWN, None, None)
         elif any(n.state is NodeState.DRAINING and n.forced for n in states):
-            st.preempt(job, PreemptReason.FORCED, None)
+            out.preempt(ix, cap, job, PreemptReason.FORCED, None, None)
         elif job.max_runtime is not None and now - run.started_at >= job.max_runtime:
-            st.preempt(job, PreemptReason.MAX_RUNTIME, None, requeue=False)
+            out.preempt(ix, cap, job, PreemptReason.MAX_RUNTIME, None, False)
         elif job.kind is JobKind.SESSION and run.slice_end is not None and now >= run.slice_end:
-            st.preempt(job, PreemptReason.SESSION_END, None, requeue=False)
+            out.preempt(ix, cap, job, PreemptReason.SESSION_END, None, False)
         elif (
             job.kind is JobKind.SESSION
             and run.idle_since is not None
-            and now - run.idle_since >= st.ix.pol.session_idle_timeout
+            and now - run.idle_since >= ix.pol.session_idle_timeout
         ):
-            st.preempt(job, PreemptReason.IDLE_SESSION, None, requeue=False)
+            out.preempt(ix, cap, job, PreemptReason.IDLE_SESSION, None, False)
 
 
-def slice_ends(st: CycleState) -> None:
+def slice_ends(ix: Indices, cap: Capacity, windows: WindowBook, out: Outcome) -> None:
     """Renew or lapse every guaranteed run whose slice has ended, earliest slice end first (then job id), so the order
-    of jobs in the snapshot never decides which renewal a budget's money covers."""
-    now = st.ix.now
-    ended = (j for j in st.ix.snap.jobs if j.run is not None and j.run.slice_end is not None and j.run.slice_end <= now)
+    of jobs in the snapshot never decides which renewal a budget's money covers.
+
+    Reads the claims and occupants of `cap`, the window book and the money left in `out`; writes renewals and lapses
+    (to `out`), the renewed slices (to `windows`) and the renewed occupants' leave times (to `cap`)."""
+    now = ix.now
+    ended = (j for j in ix.snap.jobs if j.run is not None and j.run.slice_end is not None and j.run.slice_end <= now)
     for job in sorted(ended, key=lambda j: (j.run.slice_end if j.run is not None else 0, j.id)):
         run = job.run
         if (
@@ -72,71 +80,72 @@ def slice_ends(st: CycleState) -> None:
             or run.slice_end is None
             or run.slice_end > now
             or run.preemption is not None
-            or job.id in st.out.preempted
+            or job.id in out.preempted
         ):
             continue
-        why = _renewal_blocker(st, job.id)
+        why = _renewal_blocker(ix, cap, windows, out, job)
         if isinstance(why, str):
-            st.out.mark_lapsed(Lapse(job.id, why))
+            out.mark_lapsed(Lapse(job.id, why))
             continue
         gpus = run.gpu_count
-        rate = st.ix.rate_of_run(job)
-        st.out.mark_renewed(Renew(job.id, why), job.budget, cost(gpus, rate, FULL_PRICE, why - now))
-        pool = st.ix.node_pool[run.placement[0].node]
-        st.windows.commit(job.budget, pool, gpus, why)
-        grace = st.ix.grace(job)
-        for occ in st.cap.occupants_of.get(job.id, ()):
-            use_spare_renewal(st.cap.nodes[occ.node], occ, why, grace)
-            st.cap.update_occupant(occ, leaving=occ.leaving, preemptible=False, leave=why + grace)
+        rate = ix.rate_of_run(job)
+        out.mark_renewed(Renew(job.id, why), job.budget, cost(gpus, rate, FULL_PRICE, why - now))
+        pool = ix.node_pool[run.placement[0].node]
+        windows.commit(job.budget, pool, gpus, why)
+        grace = ix.grace(job)
+        for occ in cap.occupants_of.get(job.id, ()):
+            use_spare_renewal(cap.nodes[occ.node], occ, why, grace)
+            cap.update_occupant(occ, leaving=occ.leaving, preemptible=False, leave=why + grace)
 
 
-def _renewal_blocker(st: CycleState, job_id: str) -> Seconds | str:
+def _renewal_blocker(ix: Indices, cap: Capacity, windows: WindowBook, out: Outcome, job: Job) -> Seconds | str:
     """The renewed slice end, or why the slice lapses."""
-    job = st.ix.jobs[job_id]
     run = job.run
     assert run is not None
-    now = st.ix.now
-    slots = [s for a in run.placement if (s := st.cap.slot(a.node)) is not None]
+    now = ix.now
+    slots = [s for a in run.placement if (s := cap.slot(a.node)) is not None]
     if any(s.node.state not in (NodeState.READY, NodeState.CORDONED) for s in slots):
         return "node draining"
-    pool = st.ix.node_pool[run.placement[0].node]
+    pool = ix.node_pool[run.placement[0].node]
     gpus = run.gpu_count
-    length = st.ix.slice_length(job)
-    end = st.windows.slice_end_before_window(job.budget, pool, gpus, now + length)
-    if not st.windows.window_lends_idle(job.budget, pool, gpus):
+    length = ix.slice_length(job)
+    end = windows.slice_end_before_window(job.budget, pool, gpus, now + length)
+    if not windows.window_lends_idle(job.budget, pool, gpus):
         return "pool booked by a capacity window"
-    grace = st.ix.grace(job)
-    for occ in st.cap.occupants_of.get(job.id, ()):
-        slot = st.cap.nodes[occ.node]
-        verdict = renewal_cannot_delay(slot, occ, end, grace, st.ix.pol.min_slice, now)
+    grace = ix.grace(job)
+    for occ in cap.occupants_of.get(job.id, ()):
+        slot = cap.nodes[occ.node]
+        verdict = renewal_cannot_delay(slot, occ, end, grace, ix.pol.min_slice, now)
         if verdict is False:
             return "GPUs reserved for a planned start"
         if isinstance(verdict, Capped):
             end = min(end, verdict.end)
-    if end - now < st.ix.pol.min_slice:
+    if end - now < ix.pol.min_slice:
         return "a capacity window or planned start leaves less than the minimum slice"
-    if st.available(job.budget) < cost(gpus, st.ix.rate(pool), FULL_PRICE, end - now):
+    if out.available(ix, job.budget) < cost(gpus, ix.rate(pool), FULL_PRICE, end - now):
         return "budget cannot pay for another slice"
     return end
 
 
-def drains(st: CycleState) -> None:
-    """Preemptible work leaves draining nodes now; work inside its slice stays until the slice ends."""
-    for slot in st.cap.nodes:
+def drains(ix: Indices, cap: Capacity, out: Outcome) -> None:
+    """Preemptible work leaves draining nodes now; work inside its slice stays until the slice ends. Reads the
+    nodes of `cap`; writes preemptions (to `out` and `cap`)."""
+    for slot in cap.nodes:
         if slot.node.state is not NodeState.DRAINING:
             continue
         for occ in list(slot.occupants):
-            if occ.preemptible and occ.job.id not in st.out.preempted:
-                st.preempt(occ.job, PreemptReason.DRAIN, None)
+            if occ.preemptible and occ.job.id not in out.preempted:
+                out.preempt(ix, cap, occ.job, PreemptReason.DRAIN, None, None)
 
 
-def drain_estimates(st: CycleState) -> dict[str, Seconds]:
-    """When each draining (or cordoned-and-busy) node will be empty, given this cycle's decisions."""
-    out: dict[str, Seconds] = {}
-    for slot in st.cap.nodes:
+def drain_estimates(ix: Indices, cap: Capacity) -> dict[str, Seconds]:
+    """When each draining (or cordoned-and-busy) node will be empty, given this cycle's decisions (read from
+    `cap`)."""
+    found: dict[str, Seconds] = {}
+    for slot in cap.nodes:
         if slot.node.state is NodeState.DRAINING:
-            out[slot.node.name] = max((o.leave for o in slot.occupants), default=st.ix.now)
-    return out
+            found[slot.node.name] = max((o.leave for o in slot.occupants), default=ix.now)
+    return found
 
 
 def install_carried(st: CycleState) -> list[Carried]:
