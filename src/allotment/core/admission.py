@@ -20,6 +20,7 @@ from allotment.core.capacity import NodeSlot, Occupant, Pool
 from allotment.core.decisions import PreemptReason, Reserve
 from allotment.core.model import Job, JobKind, ReservationKind, RunClass, Seconds
 from allotment.core.placement import Placement, choose_block, find_free, node_size, nodes_needed
+from allotment.core.ranking import VictimKey
 from allotment.core.reservations import Capped, backfill_cannot_delay, claim, nobody_yields
 from allotment.core.state import CycleState
 from allotment.core.victim_index import node_victims
@@ -91,7 +92,7 @@ def start_free(st: CycleState, job: Job, t: Terms, placement: Placement, rule: s
 
 
 VictimRule = Callable[[Occupant], PreemptReason | None]
-Indexed = tuple[tuple[object, ...], VictimRule, bool]
+Indexed = tuple[VictimKey, VictimRule, bool]
 """(key, rule, same on expired): a rule that looks at the occupant alone, named by `key` in the cycle's victim index,
 and whether it agrees with the preemptor's own rule on nodes holding preemptible slice-expired work too (elsewhere it
 must agree always)."""

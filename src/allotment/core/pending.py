@@ -326,8 +326,8 @@ def _opportunistic_yields_to_guaranteed(occ: Occupant) -> PreemptReason | None:
 
 class _GuaranteedVictims:
     """The victim rule of a guaranteed job (rule `preempt-for-guaranteed`): opportunistic work, and when the
-    preemptor's budget is `below` its share, slice-expired work on budget-dependent terms. A class rather than a
-    closure: a compiled closure that keeps state forms a reference cycle with its environment."""
+    preemptor's budget is `below` its share, slice-expired work on budget-dependent terms (a class, not a closure:
+    core performance rules, 2)."""
 
     def __init__(self, st: CycleState, job: Job, t: Terms, below: bool) -> None:
         self.st = st
@@ -335,17 +335,12 @@ class _GuaranteedVictims:
         self.below = below
         rate = min(st.ix.rate(p) for p in t.pools)
         self.after = st.fs.standing_after(job.budget, credits_per_hour(job.total_gpus, rate)) if below else 0.0
-        self.losses: dict[tuple[str, int], float] = {}
 
     def loss(self, occ: Occupant) -> float:
         run = occ.job.run
         gpus = 0 if run is None else run.gpu_count
-        k = (occ.job.budget, gpus)
-        losses = self.losses
-        if k not in losses:
-            st = self.st
-            losses[k] = st.fs.standing_after(occ.job.budget, -credits_per_hour(gpus, st.ix.rate_of_run(occ.job)))
-        return losses[k]
+        st = self.st
+        return st.fs.standing_after(occ.job.budget, -credits_per_hour(gpus, st.ix.rate_of_run(occ.job)))
 
     def __call__(self, occ: Occupant) -> PreemptReason | None:
         found = _opportunistic_yields_to_guaranteed(occ)

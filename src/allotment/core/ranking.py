@@ -11,12 +11,18 @@ Must not: decide anything or change capacity.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 from allotment.core.capacity import Capacity, NodeSlot, Pool
 
 V = TypeVar("V")
+
+VictimKey = tuple[str, ...]
+"""Names a victim rule that looks at the occupant alone: ("session",), ("window", owner), ("for-guaranteed",)."""
+RankingName = tuple[str, int, bool] | tuple[str, VictimKey, int]
+"""("earliest", GPUs needed, free GPUs count) or ("victims", victim rule, GPUs needed): everything a ranking's
+value depends on besides the node."""
 
 
 class NodeRanking(Generic[V]):
@@ -68,11 +74,12 @@ class Rankings:
 
     def __init__(self, cap: Capacity) -> None:
         self._cap = cap
-        self._made: dict[Hashable, NodeRanking[Any]] = {}
+        self._made: dict[tuple[RankingName, Pool], NodeRanking[Any]] = {}
+        """Rankings of different value types, one per name and pool."""
 
     def get(
         self,
-        name: Hashable,
+        name: RankingName,
         pool: Pool,
         nodes: Callable[[], Iterable[int]],
         value: Callable[[NodeSlot], V | None],

@@ -31,19 +31,37 @@ def _dur(seconds: int) -> str:
     return f"{max(seconds, 0) // 60} min"
 
 
+GangKey = tuple[int, int, int]
+"""(id of the job's interned pools, GPUs, replicas)."""
+Detail = tuple[int | str | bool, ...]
+"""What else a reason depends on, for some blockers (Explainer.explain)."""
+ReasonKey = tuple[Blocker, str | None, int, int, int, JobKind, Detail]
+"""(blocker, budget when the message names it, id of the pools, GPUs, replicas, kind, detail)."""
+HintsKey = (
+    tuple[int, int, int, Blocker]
+    | tuple[int, int, int, Blocker, str, bool, JobKind]
+    | tuple[int, int, int, Blocker, JobKind, Seconds]
+)
+"""(id of the pools, GPUs, replicas, blocker, and what the blocker's hints also depend on: Explainer._hints_for)."""
+Booked = tuple[int, str, str, int, str, str]
+"""A window on a job's pools: (start, id, budget, GPUs, cluster, GPU type)."""
+
+
 class Explainer:
+    """Reads the cycle's state once every step has run (it no longer changes)."""
+
     def __init__(self, st: CycleState) -> None:
         self.st = st
-        self._fit: dict[tuple[object, ...], tuple[int, Seconds | None, bool, bool]] = {}
-        self._hints: dict[tuple[object, ...], tuple[Hint, ...]] = {}
+        self._fit: dict[GangKey, tuple[int, Seconds | None, bool, bool]] = {}
+        self._hints: dict[HintsKey, tuple[Hint, ...]] = {}
         self._reserves: dict[str, Reserve] = {r.job_id: r for r in st.out.reserves}
-        self._reasons: dict[tuple[object, ...], WaitReason] = {}
+        self._reasons: dict[ReasonKey, WaitReason] = {}
         self._with_room: dict[tuple[int, int], list[Pool]] = {}
-        self._windows: dict[tuple[object, ...], list[tuple[int, str, str, int, str, str]]] = {}
+        self._windows: dict[tuple[int, str], list[Booked]] = {}
         self._pool_fit: dict[tuple[Pool, int], tuple[list[Seconds], int, int]] = {}
         self._pool_free: dict[Pool, int] = {}
-        self._room: dict[tuple[object, ...], tuple[Hint, ...]] = {}
-        self._latest_claim: dict[tuple[object, ...], Seconds | None] = {}
+        self._room: dict[GangKey, tuple[Hint, ...]] = {}
+        self._latest_claim: dict[tuple[int, int], Seconds | None] = {}
 
     def explain(self, job: Job) -> WaitReason:
         st = self.st
@@ -77,7 +95,7 @@ class Explainer:
         # _compute_hints): the budget, except where the message does not name it; the slice, the grace and the user
         # only for some blockers
         who: str | None = job.budget
-        detail: tuple[object, ...] = ()
+        detail: Detail = ()
         if blocker is Blocker.CAPACITY:
             free, _, fits_unclaimed, fits_claimed = self._fit_info(job, pools)
             if fits_claimed and not fits_unclaimed:
@@ -258,7 +276,7 @@ class Explainer:
         where = f"{job.total_gpus} on one node" if job.replicas == 1 or job.total_gpus <= 8 else "enough whole nodes"
         return f"needs {shape}; {free} GPUs are free in its pools but not {where}"
 
-    def _booked(self, pools: tuple[Pool, ...], budget: str) -> list[tuple[int, str, str, int, str, str]]:
+    def _booked(self, pools: tuple[Pool, ...], budget: str) -> list[Booked]:
         """Other budgets' windows on the pools: (start, id, budget, GPUs, cluster, GPU type), earliest first."""
         key = (id(pools), budget)
         found = self._windows.get(key)
@@ -277,7 +295,7 @@ class Explainer:
     # -- hints -------------------------------------------------------------------------------------------------
     def _hints_for(self, job: Job, pools: tuple[Pool, ...], blocker: Blocker) -> tuple[Hint, ...]:
         # what the hints of each blocker depend on (see _compute_hints)
-        key: tuple[object, ...]
+        key: HintsKey
         if blocker is Blocker.FUNDS:
             key = (id(pools), job.gpus, job.replicas, blocker, job.budget, job.fallback_opportunistic, job.kind)
         elif blocker is Blocker.RESERVED:

@@ -18,7 +18,7 @@ from allotment.core.capacity import Capacity, NodeSlot, Occupant, Pool
 from allotment.core.decisions import PreemptReason
 from allotment.core.model import Job, Seconds
 from allotment.core.preemption import VictimTest, victims_on_node
-from allotment.core.ranking import Rankings
+from allotment.core.ranking import Rankings, VictimKey
 
 NodeVictims = tuple[list[tuple[Occupant, PreemptReason]], Seconds, tuple[int, int], int]
 """Victims on one node for one need: (victims with reasons, when the GPUs are free, (GPUs, lost progress), GPUs the
@@ -55,9 +55,7 @@ class VictimIndex:
         self._grace = grace
         self._quick = quick
 
-    def ranked(
-        self, key: tuple[object, ...], rule: VictimTest, pool: Pool, need: int
-    ) -> Iterator[tuple[int, NodeVictims]]:
+    def ranked(self, key: VictimKey, rule: VictimTest, pool: Pool, need: int) -> Iterator[tuple[int, NodeVictims]]:
         """(node index, victims) for every node of the pool where `rule` (named by `key`: equal keys must mean
         equal verdicts for every occupant) can free `need` GPUs, best first."""
         now, grace, quick = self._now, self._grace, self._quick
