@@ -122,7 +122,6 @@ class CycleCaches:
         "pools",
         "pools_by_key",
         "pools_of",
-        "shape_of",
         "shapes",
         "terms",
         "window_verdicts",
@@ -141,8 +140,6 @@ class CycleCaches:
         self.terms: dict[TermsKey, Terms] = {}
         """The cycle's one Terms object per value."""
         self.shapes: dict[ShapeKey, Shape] = {}
-        self.shape_of: dict[str, Shape] = {}
-        """Per job id: its entry in `shapes`."""
         self.pool_costs: dict[PoolCostKey, PoolCost | None] = {}
         """None: no set of ready nodes of the pool could ever hold a job of that size."""
         self.window_verdicts: dict[WindowVerdictKey, WindowVerdict] = {}

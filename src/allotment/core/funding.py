@@ -6,7 +6,8 @@ budget can pay for — a slice on a pool with capacity windows is capped or refu
 `window_lends_idle` — with the slice end in each, or the blocker when there is none; an unfunded guaranteed job that
 accepts it runs opportunistically instead (promise 2). Terms are cached per job shape and budget until the budget's
 promised money changes (so they may lag a window count changed by another budget's start in the same cycle), and
-interned: equal Terms are one object within a cycle, so callers may key caches on their identity.
+interned: equal Terms are one object within a cycle, so callers may key caches on their identity. The caches and
+the records they hold (Terms, Shape, WindowVerdicts) are declared in caches.py.
 
 Must not: place jobs, or decide the order in which they are served.
 """
@@ -50,9 +51,6 @@ def standing_blocker(st: CycleState, job: Job) -> Blocker:
 
 def _shape(st: CycleState, job: Job) -> Shape:
     caches = st.caches
-    mine = caches.shape_of.get(job.id)  # a job's shape is looked up often: by its id (a cached hash)
-    if mine is not None:
-        return mine
     pools = st.pools(job)
     # the shape depends on the GPU types and clusters only through the pools, which the cycle interns: keyed by
     # their identity, the key hashes as plain ints and strings
@@ -68,7 +66,6 @@ def _shape(st: CycleState, job: Job) -> Shape:
         plain = tuple((i, p, c) for i, (p, _, c) in enumerate(usable) if p not in by_pool)
         windowed = tuple((i, p, h, c) for i, (p, h, c) in enumerate(usable) if p in by_pool)
         found = caches.shapes[key] = Shape(tuple(usable), plain, windowed, sorted({c for _, _, c in plain}))
-    caches.shape_of[job.id] = found
     return found
 
 
@@ -100,7 +97,7 @@ def _interned(
     """The cycle's one Terms object of this value (and its tuples), so that cache keys may use its identity."""
     caches = st.caches
     pools, ends = caches.intern_pools(pools), caches.intern_ends(ends)
-    key = (run_class, pools, ends, blocker)  # a plain tuple (a C-level hash)
+    key = (run_class, pools, ends, blocker)
     found = caches.terms.get(key)
     if found is None:
         found = caches.terms[key] = Terms(run_class, pools, ends, blocker)
