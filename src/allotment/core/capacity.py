@@ -25,9 +25,7 @@ Pool = tuple[str, str]
 class Claim:
     """A reservation's hold on one node: `gpus` GPUs from `planned_start` on.
 
-    The cycle's internal records (Claim, Occupant, NodeSlot) are plain classes with their own __init__, not
-    dataclasses: compiled by mypyc (decision 40) a dataclass keeps the generated __init__ as interpreted Python, and
-    the cycle builds thousands of these (decision 44). They compare by identity."""
+    Claim, Occupant and NodeSlot are plain classes that compare by identity (core performance rules, 1)."""
 
     __slots__ = ("gpus", "job_id", "planned_start", "spare", "yields")
 

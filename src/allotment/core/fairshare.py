@@ -24,7 +24,7 @@ from allotment.core.model import Budget, Micro
 
 
 class _TreeNode:
-    """One budget in the tree (a plain class, not a dataclass: decision 44)."""
+    """One budget in the tree (a plain class: core performance rules, 1)."""
 
     __slots__ = ("active", "allocation", "children", "name", "open", "parent", "usage")
 

@@ -33,7 +33,7 @@ _BY_ID = attrgetter("id")
 
 
 def sort_by_budget_order(jobs: list[Job]) -> None:
-    """Sort one budget's jobs in its own order: priority (highest first), then age, then id (decision 44).
+    """Sort one budget's jobs in its own order: priority (highest first), then age, then id.
 
     Each job's place is one packed integer, ((-priority) × span + submitted_at - lo) × n + position, where every
     submit time lies in [lo, lo + span) and position < n: a higher priority gives a key at least a whole span lower,

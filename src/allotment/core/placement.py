@@ -18,7 +18,7 @@ from allotment.core.model import Job, Micro
 
 
 class Placement:
-    """Where a job would run: one pool and GPUs per node (a plain class, not a dataclass: decision 44)."""
+    """Where a job would run: one pool and GPUs per node (a plain class: core performance rules, 1)."""
 
     __slots__ = ("nodes", "pool")
 

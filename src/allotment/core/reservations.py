@@ -58,8 +58,8 @@ def earliest_on_node(
 
 
 class Plan:
-    """A planned start: the nodes (index, GPUs) of one pool a job will start on, and when (a plain class, not a
-    dataclass: decision 44)."""
+    """A planned start: the nodes (index, GPUs) of one pool a job will start on, and when (a plain class: core
+    performance rules, 1)."""
 
     __slots__ = ("nodes", "planned_start", "pool")
 

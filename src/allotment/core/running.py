@@ -203,8 +203,7 @@ def _remembering(yields: Yields, res: Reservation) -> Yields:
 
 
 class _Remembering:
-    """_remembering's rule (a class rather than a closure: a compiled closure that keeps state forms a reference
-    cycle with its environment, which only Python's cyclic collector frees)."""
+    """_remembering's rule (a class, not a closure: core performance rules, 2)."""
 
     def __init__(self, yields: Yields, gave_way: frozenset[str]) -> None:
         self.yields = yields

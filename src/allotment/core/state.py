@@ -92,8 +92,7 @@ class CycleState:
             fs.hold(budget, held_rate[budget] / 1_000_000)
         self.rankings: Final = Rankings(cap)
         """Per-pool node rankings kept for the cycle (victims for preemption, earliest possible starts for plans)."""
-        # plain functions, not bound methods: the index must not refer back to the state (core performance rules:
-        # no reference cycles)
+        # plain functions, not bound methods: the index must not refer back to the state (core performance rules, 2)
         self.victims: Final = VictimIndex(
             self.rankings,
             cap,
@@ -104,9 +103,8 @@ class CycleState:
 
     def release(self) -> None:
         """End of the cycle: drop what refers back to this state — rankings keep victim rules and claims keep
-        `yields_to` rules, closures over it — so that everything the cycle built is freed by reference counting
-        when decide() returns, not left in reference cycles for Python's cyclic collector. Nothing may use the
-        state afterwards."""
+        `yields_to` rules — so that reference counting frees everything the cycle built (core performance rules, 3).
+        Nothing may use the state afterwards."""
         self.rankings.clear()
         for slot in self.cap.nodes:
             slot.claim = None
@@ -217,8 +215,7 @@ def _quick_rule(headroom_max_grace: Seconds, max_grace: Seconds) -> Callable[[Oc
 
 
 class _GivesWay:
-    """CycleState.yields_to's rule for one holder (a class rather than a closure: a compiled closure that keeps
-    state forms a reference cycle with its environment, which only Python's cyclic collector frees)."""
+    """CycleState.yields_to's rule for one holder (a class, not a closure: core performance rules, 2)."""
 
     def __init__(self, st: CycleState, holder: Job, also: str | None) -> None:
         self.st = st
