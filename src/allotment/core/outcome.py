@@ -7,8 +7,9 @@ per user; what each started job holds; backfill; wake_at; and what the pending s
 only through the named mark methods below, so that a start always moves `started`, `held`, `committed` and the
 session count together (Kueue's workload entry with named mark methods is the model).
 
-Must not: decide anything, or touch capacity, fair share or windows (CycleState.start and Outcome.preempt's caller
-pass what those need).
+Must not: decide anything, or change fair share or windows (CycleState.start does, beside its mark). The one
+change it makes outside itself: Outcome.preempt marks the victim's occupants leaving in the Capacity it is given,
+so that a preemption is never recorded without its GPUs being counted as leaving.
 """
 
 from __future__ import annotations

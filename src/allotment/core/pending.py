@@ -47,6 +47,8 @@ from allotment.core.state import Carried, CycleState
 
 
 def reserved_first(st: CycleState, carried: list[Carried]) -> None:
+    """Reads the carried reservations, their jobs' terms and limits; writes starts (CycleState.start), calls to
+    leave, claims (`st.cap`), reservations and blockers (`st.out`)."""
     for c in carried:
         job = c.job
         for idx, _ in c.nodes:
@@ -94,6 +96,8 @@ def claim_and_call_due(
 
 
 def sessions_first(st: CycleState) -> None:
+    """Reads the pending sessions, the session limits and their terms; writes starts (CycleState.start),
+    preemptions with their reservations (admission.place_by_preemption) and blockers (`st.out`)."""
     pol = st.ix.pol
     pending = sorted(
         (j for j in st.ix.snap.jobs if j.run is None and j.kind is JobKind.SESSION and st.out.is_open(j.id)),
@@ -129,6 +133,8 @@ def sessions_first(st: CycleState) -> None:
 
 
 def window_claims(st: CycleState) -> None:
+    """Reads the open windows and their budgets' queues; writes starts (CycleState.start) and preemptions with
+    their reservations (admission.place_by_preemption)."""
     for w in st.windows.active_windows():
         pool = (w.cluster, w.gpu_type)
         held = 0  # the window budget's GPUs on the pool, including work started earlier in this cycle
@@ -175,7 +181,11 @@ def _reclaim_for(owner: str) -> Callable[[Occupant], PreemptReason | None]:
 
 def fair_share_order(st: CycleState) -> None:
     """Serve guaranteed work first, then opportunistic work on what is left (it runs on idle capacity), each pass
-    in hierarchical fair-share order of budgets and each budget's own order of jobs."""
+    in hierarchical fair-share order of budgets and each budget's own order of jobs.
+
+    Reads the budget queues, fair share, terms (through `st.caches`) and the victim index; writes starts
+    (CycleState.start), preemptions with their reservations (admission.place_by_preemption), planned starts with
+    their claims, and what it learns about waiting jobs (`st.out`'s mark methods)."""
     guaranteed: dict[str, list[Job]] = {}
     opportunistic: dict[str, list[Job]] = {}
     for budget, queue in st.ix.queues.items():

@@ -150,6 +150,8 @@ def drain_estimates(ix: Indices, cap: Capacity) -> dict[str, Seconds]:
 
 def install_carried(st: CycleState) -> list[Carried]:
     """Keep last cycle's reservations whose job still waits and whose nodes are still usable; claim those nodes.
+    Reads the snapshot's reservations, the budget heads' terms and limits; writes claims (to `st.cap`) and planned
+    budgets (to `st.out`).
 
     A budget keeps one planned start, for its current first job: when a user reorders the budget's jobs, the plan
     passes to the new first job if it fits the same nodes (so reordering one's own jobs never frees or moves GPUs
