@@ -3,7 +3,8 @@
 Owns: the order of the cycle's steps. Each step is a named rule documented in docs/policy.md:
 
  1. end-of-life          — work on lost nodes and forced drains leaves (refunded); max runtime, session length and
-                           idle sessions end (running.py)
+                           idle sessions end (running.py); then work whose owner cancelled it leaves, not requeued
+                           (cancellation.py)
  2. carried-reservation  — last cycle's reservations keep their nodes while still valid (running.py)
  3. slice-renewal        — slices that ended are renewed if funded and harmless to plans and windows, else lapse
                            (running.py)
@@ -33,6 +34,7 @@ Must not: read a clock, touch I/O or draw random numbers: the same snapshot and 
 
 from __future__ import annotations
 
+from allotment.core.cancellation import cancellations
 from allotment.core.decisions import Decisions, Standing
 from allotment.core.fairshare import FairShare
 from allotment.core.indices import Indices
@@ -60,6 +62,7 @@ class AllotmentPolicy:
         ix, cap, out = st.ix, st.cap, st.out
         standings = _standings(ix, st.fs, out)
         end_of_life(ix, cap, out)
+        cancellations(ix, cap, out)
         carried = install_carried(st)
         slice_ends(ix, cap, st.windows, out)
         drains(ix, cap, out)

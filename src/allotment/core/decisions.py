@@ -36,6 +36,7 @@ class PreemptReason(StrEnum):
     SESSION_END = "session-end"  # a session reached the end of its length
     MAX_RUNTIME = "max-runtime"  # the job reached its maximum runtime
     PRIORITY = "priority"  # baseline policies only: higher-priority work takes the GPUs (policies/priority.py)
+    CANCELLED = "cancelled"  # its owner cancelled it (core/cancellation.py); never requeued
 
 
 REFUNDED_REASONS = frozenset({PreemptReason.FORCED, PreemptReason.NODE_DOWN})

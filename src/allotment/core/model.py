@@ -198,6 +198,17 @@ class Job:
     requeue: bool = True
     """Requeue automatically after a preemption."""
     run: Run | None = None
+    cancel_requested: bool = False
+    """Its owner asked to cancel it: a running job is told to leave (core/cancellation.py), a pending one ends.
+    Last, with a default, so snapshots pickled before it existed still load (Job.__setstate__)."""
+
+    def __setstate__(self, state: tuple[object, ...]) -> None:
+        """pickle's restore of the dataclass's state (its fields' values in order): the fields added after a
+        snapshot was pickled take their defaults."""
+        for f, value in zip(fields(self), state, strict=False):
+            object.__setattr__(self, f.name, value)
+        for f in fields(self)[len(state) :]:
+            object.__setattr__(self, f.name, f.default)
 
     @property
     def total_gpus(self) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from allotment.core.cancellation import cancellations
 from allotment.core.capacity import NodeSlot, Pool
 from allotment.core.decisions import Blocker, Decisions, PreemptReason, WaitReason
 from allotment.core.model import Budget, Job, JobKind, NodeState, RunClass, Seconds, Snapshot
@@ -234,7 +235,8 @@ class Frame:
 
 
 def end_of_life(frame: Frame) -> None:
-    """Lost nodes and forced drains end work (refunded); time limits and session lengths end it (not requeued).
+    """Lost nodes and forced drains end work (refunded); time limits and session lengths end it (not requeued);
+    then work whose owner cancelled it leaves (core/cancellation.py, not requeued).
     Sessions are never reclaimed for being idle: the baselines' schedulers had no such notion."""
     st = frame.st
     now = frame.now
@@ -256,6 +258,10 @@ def end_of_life(frame: Frame) -> None:
         frame.ends[job.id] = frame.now + (
             0 if st.out.preempts[-1].reason is PreemptReason.NODE_DOWN else st.ix.grace(job)
         )
+    cancellations(st.ix, st.cap, st.out)  # the same rule as the allotment policy's: they leave, not requeued
+    for p in st.out.preempts:
+        if p.reason is PreemptReason.CANCELLED:
+            frame.ends[p.job_id] = frame.now + p.grace
 
 
 def drain_all(frame: Frame, leaves: Callable[[Job], bool]) -> None:

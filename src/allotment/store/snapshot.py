@@ -1,8 +1,8 @@
 """Reading the scheduling snapshot out of the database for one cycle.
 
 Owns: turning rows (fleet, budgets, balances less what open runs have accrued but not yet posted, decayed usage,
-active jobs with their current runs, windows, reservations) into the core's immutable Snapshot, with plain Core
-selects (no ORM objects on this hot path).
+active jobs with their current runs and whether their cancellation was asked, windows, reservations) into the
+core's immutable Snapshot, with plain Core selects (no ORM objects on this hot path).
 
 Must not: write anything.
 """
@@ -262,8 +262,9 @@ def load_snapshot(
         if run is not None:
             owed[job.budget] = owed.get(job.budget, 0) + accrued[jid]
             built = keep.running.get(jid)
-            if built is None or built[0] != run[0]:
-                built = (run[0], replace(job, run=_run(run[1], run[0])))
+            key = (*run[0], cancel is not None)
+            if built is None or built[0] != key:
+                built = (key, replace(job, run=_run(run[1], run[0]), cancel_requested=cancel is not None))
             running[jid] = built
             job = built[1]
         jobs.append(job)
