@@ -31,6 +31,7 @@ from tests.web.chromium import CHROMIUM, CHROMIUM_ARGS
 from allotment.api import create_app
 from allotment.config import load_config
 from allotment.core.cycle import AllotmentPolicy
+from allotment.engine.cycle import cycle as engine_cycle
 from allotment.engine.setup import Settings
 from allotment.service.tokens import issue
 from allotment.store.db import make_engine
@@ -58,9 +59,9 @@ def serve(tmp: Path, pending: int) -> Iterator[tuple[str, dict[str, str], Clock]
     store, now, running = _load(db, pending)
     policy = AllotmentPolicy()
     for hour in range(0, 8, 2):
-        store.cycle(policy.decide, now + hour * HOUR)
+        engine_cycle(store, policy.decide, now + hour * HOUR)
     clock = Clock(now + 8 * HOUR)
-    store.cycle(policy.decide, clock.t)
+    engine_cycle(store, policy.decide, clock.t)
     took = time.perf_counter() - t0
     print(f"seeded {running} running and {pending:,} pending jobs, 5 engine cycles over 8 h in {took:.1f} s")
     cfg = load_config(AI2)

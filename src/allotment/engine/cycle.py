@@ -1,43 +1,72 @@
 """The engine cycle: how a pure decision becomes durable state and running processes.
 
-Owns: the order of one cycle and the reconciliation after a restart. One cycle:
+Owns: the order of one cycle, its named steps, and the reconciliation after a restart. One cycle:
 
- 1. now            — read the clock (the only clock read of the cycle)
- 2. hear           — poll the executor and record what it reports (started, exited with code, lost with its node)
-                     in one transaction
- 3. decide + apply — in ONE transaction (Store.cycle), with the cyclic garbage collector paused (collector.py):
-                     roll the budget period over if one began, advance fair-share usage, act on cancellations, load
-                     the snapshot, call the policy's decide(snapshot, now), apply the decisions (job transitions with
-                     reasons, runs, slices, reservations, ledger charges, pending reasons) and record executor
-                     commands as intents (an outbox)
- 4. deliver        — hand the undelivered intents to the executor (launch is idempotent per attempt, terminate
-                     keeps its first deadline), then mark them delivered
+ 1. now              — read the clock (the only clock read of the cycle)
+ 2. hear             — poll the executor and record what it reports (started, exited with code, lost with its
+                       node) in one transaction: changes.events.event_changes (runs ended, charged, refunded on a
+                       fleet fault, their jobs moved on)
+ then, in ONE transaction (`store.transaction(now, cycle=True)`), with the cyclic garbage collector paused
+ (collector.py):
+ 3. period rollover  — when a new budget period began: open runs charged to the old period's end in it
+                       (changes.steps.rollover_charges), then the new period opened and funded
+ 4. usage decay      — every budget's fair-share usage decayed to now plus what its runs held
+                       (changes.steps.decay_usage)
+ 5. snapshot         — the store loads the scheduling snapshot
+ 6. decide           — the policy's decide(snapshot, now); cancellations are decisions (core/cancellation.py)
+ 7. change set       — what the decisions mean (changes.decisions.decision_changes) and the pending jobs whose
+                       cancellation was asked (changes.decisions.cancelled_pending)
+ 8. periodic charges — open runs not charged for `charge_every` are charged to now (changes.steps.periodic_charges)
+ 9. reasons          — the pending reasons that changed since they were last written (changes.steps.reason_changes)
+10. persist          — the store writes the change set, intents included (an outbox)
+11. deliver          — hand the undelivered intents to the executor (launch is idempotent per attempt, terminate
+                       keeps its first deadline), then mark them delivered
 
-A crash between 3 and 4 leaves intents undelivered: the next cycle delivers them. A crash inside 3 leaves nothing
-of that cycle. `reconcile()` runs once at start-up: it records what happened while the engine was down and treats
-runs the executor no longer knows as lost (refunded, requeued), and ends processes the store no longer knows.
+A crash between 10 and 11 leaves intents undelivered: the next cycle delivers them. A crash inside 3–10 leaves
+nothing of that cycle. `reconcile()` runs once at start-up: it records what happened while the engine was down and
+treats runs the executor no longer knows as lost (refunded, requeued), and ends processes the store no longer knows.
 
-Must not: make scheduling decisions (the policy does) or touch rows directly (the Store port does).
+Must not: make scheduling decisions (the policy does), compute what a decision or an event means (allotment.changes
+does), price anything (allotment.ledger does) or touch rows (the store's unit of work does).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from allotment.changes.decisions import cancelled_pending, decision_changes
+from allotment.changes.events import event_changes
+from allotment.changes.records import ChangeSet
+from allotment.changes.steps import (
+    decay_usage,
+    held_rates,
+    periodic_charges,
+    reason_changes,
+    rollover_charges,
+    standings_json,
+)
+from allotment.changes.unit import CycleUnit
+from allotment.core.decisions import PreemptReason
+from allotment.core.model import Seconds
 from allotment.core.policy import Policy
 from allotment.engine.collector import collector_paused
+from allotment.ledger.periods import period_at
 from allotment.ports.clock import Clock
 from allotment.ports.executor import EventKind, Executor, ExecutorEvent
-from allotment.ports.store import CycleReport, IntentKind, SchedulingStore
+from allotment.ports.store import CycleReport, Decide, IntentKind, SchedulingStore
+
+CycleStore = SchedulingStore[CycleUnit]
 
 log = logging.getLogger("allotment.engine")
 
 
 @dataclass
 class Engine:
-    store: SchedulingStore
+    store: CycleStore
     executor: Executor
     clock: Clock
     policy: Policy
@@ -46,7 +75,7 @@ class Engine:
         """After a restart: hear what the executor reported while nobody listened, deliver intents left behind,
         then settle runs the store and the executor disagree about."""
         now = self.clock.now()
-        self.store.record_events(self.executor.poll(), now)
+        hear(self.store, self.executor.poll(), now)
         self.deliver()
         alive = self.executor.alive()
         opened = self.store.open_runs()
@@ -57,7 +86,7 @@ class Engine:
         ]
         if lost:
             log.warning("reconcile: %d runs were not running after a restart", len(lost))
-            self.store.record_events(self.executor.poll() + lost, now)
+            hear(self.store, self.executor.poll() + lost, now)
         for job_id, attempt in alive.items():
             if opened.get(job_id) != attempt:
                 log.warning("reconcile: ending orphan %s attempt %s", job_id, attempt)
@@ -65,9 +94,9 @@ class Engine:
 
     def step(self) -> CycleReport:
         now = self.clock.now()
-        self.store.record_events(self.executor.poll(), now)
+        hear(self.store, self.executor.poll(), now)
         with collector_paused():  # decide + apply allocate much short-lived garbage (engine/collector.py)
-            report = self.store.cycle(self.policy.decide, now)
+            report = cycle(self.store, self.policy.decide, now)
         self.deliver()
         return report
 
@@ -116,5 +145,81 @@ class Engine:
                 return
             events = self.executor.poll()
             if events:
-                self.store.record_events(events, self.clock.now())
+                hear(self.store, events, self.clock.now())
                 return
+
+
+def period_rollover(tx: CycleUnit, now: Seconds) -> str:
+    """Step 3: the id of the open period holding `now`, rolling over (open runs charged up to the boundary in the
+    old period first, then the new period opened) when a new period has begun."""
+    period = period_at(tx.rules.accounting.period, now)
+    current = tx.state("period")
+    if current != period.id:
+        old = tx.period(str(current)) if current is not None else None
+        if old is not None and not old[1]:
+            tx.persist(rollover_charges(tx.open_meters(), old[0]))
+        tx.open_period(now)
+        tx.persist(ChangeSet(state={"period": period.id}))
+    return period.id
+
+
+def hear(store: CycleStore, events: Sequence[ExecutorEvent], now: Seconds) -> int:
+    """Step 2: record what the executor reported, in one transaction; returns how many runs changed state."""
+    if not events:
+        return 0
+    with store.transaction(now) as tx:
+        period_id = period_rollover(tx, now)
+        ending = any(ev.kind in (EventKind.EXITED, EventKind.LOST) for ev in events)
+        runs = tx.runs_of({(ev.job_id, ev.attempt) for ev in events}, lock=ending)
+        ended = [
+            runs[k]
+            for ev in events
+            if ev.kind in (EventKind.EXITED, EventKind.LOST)
+            if (k := (ev.job_id, ev.attempt)) in runs
+        ]
+        jobs = tx.jobs({r.job_id for r in ended})
+        charged = tx.charged({r.run_id for r in ended})
+        changes = event_changes(events, runs, jobs, charged, now, period_id)
+        tx.persist(changes)
+    return len(changes.ended) + sum(1 for t in changes.touched if t.confirmed_at is not None)
+
+
+def cycle(store: CycleStore, decide: Decide, now: Seconds) -> CycleReport:
+    """Steps 3–10: one atomic scheduling cycle."""
+    with store.transaction(now, cycle=True) as tx:
+        t0 = time.perf_counter()
+        rules = tx.rules
+        period_id = period_rollover(tx, now)
+        meters = tx.open_meters()
+        last = tx.state("usage_at")
+        tx.persist(
+            decay_usage(
+                tx.usage(), held_rates(meters), last if isinstance(last, int) else None, now,
+                rules.policy.usage_half_life,
+            )
+        )  # fmt: skip
+        snap = tx.snapshot(period_id)
+        t1 = time.perf_counter()
+        decisions = decide(snap, now)
+        t2 = time.perf_counter()
+        named = {s.job_id for s in decisions.starts} | {p.job_id for p in decisions.preempts}
+        jobs = tx.jobs(named)
+        runs = {r.job_id: r for r in meters}
+        lost = [
+            runs[p.job_id].run_id
+            for p in decisions.preempts
+            if p.reason is PreemptReason.NODE_DOWN and p.job_id in runs
+        ]
+        charged = tx.charged(lost) if lost else {}
+        changes = cancelled_pending(tx.cancelled_pending(), now)
+        changes += decision_changes(snap, decisions, now, rules, runs, jobs, charged, period_id)
+        changes += periodic_charges(meters, changes, now, period_id, rules.accounting.charge_every)
+        changes += reason_changes(decisions, now, tx.reason_memo)
+        changes.state.update(last_cycle=now, standings=standings_json(decisions))
+        tx.persist(changes)
+        t3 = time.perf_counter()
+    report = CycleReport(
+        now, decisions, len(changes.intents), changes.charged, {"load": t1 - t0, "decide": t2 - t1, "apply": t3 - t2}
+    )
+    store.cycled(report)
+    return report

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -24,10 +25,10 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from allotment.changes.unit import CycleUnit
 from allotment.core.model import Seconds
 from allotment.ops.state import PROCESS
-from allotment.ports.executor import ExecutorEvent
-from allotment.ports.store import CycleReport, Decide, Intent, SchedulingStore
+from allotment.ports.store import CycleReport, Intent, SchedulingStore
 from allotment.store.accounts import spending
 from allotment.store.db import reading
 from allotment.store.records import get_state
@@ -134,26 +135,31 @@ class ObservedStore:
     budget ids; `leads` is asked before each cycle and a False stops the engine (LostLeadership); cycles start at
     least `min_gap` wall seconds apart."""
 
-    inner: SchedulingStore
+    inner: SchedulingStore[CycleUnit]
     sessions: sessionmaker[Session]
     leads: Callable[[], bool] = lambda: True
     min_gap: float = 0.0
     """Wall seconds from the end of one cycle to the start of the next, at least (pacing)."""
     _last_end: float = 0.0
 
-    def record_events(self, events: Sequence[ExecutorEvent], now: Seconds) -> int:
-        return self.inner.record_events(events, now)
-
-    def cycle(self, decide: Decide, now: Seconds) -> CycleReport:
-        if not self.leads():
-            raise LostLeadership("the scheduler lock was lost")
-        pause = self._last_end + self.min_gap - time.monotonic()
-        if pause > 0:
-            time.sleep(pause)
+    @contextmanager
+    def transaction(self, now: Seconds, *, cycle: bool = False) -> Iterator[CycleUnit]:
+        """The inner store's unit of work; a cycle's is first checked for leadership and paced, and timed."""
+        if cycle:
+            if not self.leads():
+                raise LostLeadership("the scheduler lock was lost")
+            pause = self._last_end + self.min_gap - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
         t0 = time.perf_counter()
-        report = self.inner.cycle(decide, now)
-        CYCLE_SECONDS.observe(time.perf_counter() - t0)
-        self._last_end = time.monotonic()
+        with self.inner.transaction(now, cycle=cycle) as tx:
+            yield tx
+        if cycle:
+            CYCLE_SECONDS.observe(time.perf_counter() - t0)
+            self._last_end = time.monotonic()
+
+    def cycled(self, report: CycleReport) -> None:
+        self.inner.cycled(report)
         for phase, seconds in report.timings.items():
             PHASE_SECONDS.labels(phase).observe(seconds)
         CYCLES.inc()
@@ -165,7 +171,6 @@ class ObservedStore:
         PROCESS.cycled()
         if log.isEnabledFor(logging.INFO) and (report.decisions.starts or report.decisions.preempts):
             self._log(report)
-        return report
 
     def _log(self, report: CycleReport) -> None:
         ids = [s.job_id for s in report.decisions.starts] + [p.job_id for p in report.decisions.preempts]

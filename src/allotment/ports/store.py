@@ -1,23 +1,27 @@
-"""The Store port: what the engine needs from durable state, each call one transaction.
+"""The Store port: what the engine needs from durable state.
 
 Owns: the SchedulingStore Protocol and the records crossing it (intents for the executor, a cycle's report).
-Must not: implement storage (allotment.store does, on SQLite and PostgreSQL).
+Must not: implement storage (allotment.store does, on SQLite and PostgreSQL) or know what a change means.
 
-A cycle is atomic: `cycle()` loads the snapshot, calls the policy and applies its decisions — job transitions,
-runs, slices, reservations, ledger entries, fair-share usage and the executor intents — in one transaction, so a
-crash leaves either all of a cycle or none of it.
+The store is a unit of work: `with store.transaction(now) as tx:` is one transaction; the engine's steps read through
+`tx` and write through `tx.persist(changes)` (the unit's Protocol, allotment.changes.unit.CycleUnit, lives with the
+change sets it speaks, above this layer: SchedulingStore is generic in it). A cycle is one such transaction — period
+rollover, usage decay, the snapshot, the policy's decisions and what they mean (job transitions, runs, slices,
+reservations, ledger entries, pending reasons, the executor intents) — so a crash leaves all of a cycle or none.
+The outbox calls (undelivered, mark_delivered) and reconciliation reads are their own short transactions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from allotment.core.decisions import Decisions
 from allotment.core.model import Seconds, Snapshot
-from allotment.ports.executor import ExecutorEvent, LaunchSpec
+from allotment.ports.executor import LaunchSpec
 
 
 class IntentKind(StrEnum):
@@ -51,13 +55,17 @@ class CycleReport:
 Decide = Callable[[Snapshot, Seconds], Decisions]
 
 
-class SchedulingStore(Protocol):
-    def record_events(self, events: Sequence[ExecutorEvent], now: Seconds) -> int:
-        """Apply what the executor reported (started, exited, lost); returns how many changed state."""
+Unit_co = TypeVar("Unit_co", covariant=True)
+
+
+class SchedulingStore(Protocol[Unit_co]):
+    def transaction(self, now: Seconds, *, cycle: bool = False) -> AbstractContextManager[Unit_co]:
+        """One transaction as a unit of work, committed when the block ends (rolled back if it raises). `cycle`:
+        it is a scheduling cycle, not the recording of executor events."""
         ...
 
-    def cycle(self, decide: Decide, now: Seconds) -> CycleReport:
-        """One atomic scheduling cycle."""
+    def cycled(self, report: CycleReport) -> None:
+        """Told after each committed cycle (observers count and time cycles)."""
         ...
 
     def undelivered(self) -> list[Intent]:

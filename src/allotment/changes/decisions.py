@@ -1,0 +1,141 @@
+"""What one cycle's decisions mean for durable state: a pure function from (snapshot, decisions, now, rules) and the
+facts a store loads for them to a ChangeSet.
+
+Owns: a start opens a run (metered from the decision, when the GPUs are handed over: rate from the placement's GPU
+types, price from its class), grants its slice, advances its job's attempt and records a launch intent; a preemption
+signals the run and records a terminate intent with its grace (a lost node ends the run at once, refunded); a
+renewal extends the slice; a lapse charges the run to now at its old price and reprices it to opportunistic; the
+reservations are replaced; a pending job whose cancellation was asked ends as cancelled (decision 46: it holds
+nothing, so there is nothing for the core to decide).
+
+Must not: decide anything (the core did), price anything itself (allotment.ledger does), or read and write rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from allotment.changes.events import end_run, transition
+from allotment.changes.records import (
+    ChangeSet,
+    JobFacts,
+    LaunchIntent,
+    OpenRun,
+    Rules,
+    RunOpened,
+    RunSignalled,
+    RunTouched,
+    SliceGrant,
+    TerminateIntent,
+)
+from allotment.core.decisions import Decisions, Preempt, PreemptReason, Start
+from allotment.core.jobstate import JobState
+from allotment.core.model import Micro, RunClass, Seconds, Snapshot
+from allotment.ledger.charges import accrue, price_for, reprice, run_rate
+from allotment.ledger.entries import run_id as make_run_id
+from allotment.ports.executor import LaunchSpec
+
+CANCELLED_BY_OWNER = "cancelled by its owner"
+
+
+def decision_changes(
+    snap: Snapshot,
+    decisions: Decisions,
+    now: Seconds,
+    rules: Rules,
+    runs: Mapping[str, OpenRun],
+    jobs: Mapping[str, JobFacts],
+    charged: Mapping[str, Micro],
+    period_id: str,
+) -> ChangeSet:
+    """The changes `decisions` make. `runs`: job id → its open run; `jobs`: the facts of every job started or
+    preempted; `charged`: what the runs of jobs preempted for a lost node were charged so far."""
+    changes = ChangeSet()
+    for p in decisions.preempts:
+        _preempt(changes, jobs[p.job_id], runs.get(p.job_id), p, now, charged, period_id)
+    for r in decisions.renews:
+        run = runs.get(r.job_id)
+        if run is not None:
+            changes.touched.append(RunTouched(run.run_id, slice_end=r.slice_end))
+            changes.slices.append(SliceGrant(run.run_id, r.job_id, now, r.slice_end, "renew"))
+    for lapse in decisions.lapses:
+        run = runs.get(lapse.job_id)
+        if run is not None and run.run_class is RunClass.GUARANTEED and run.run_id not in changes.reclassed:
+            entry, meter = accrue(changes.meter_of(run), now, period_id)
+            if entry is not None:
+                changes.entries.append(entry)
+            price = rules.policy.opportunistic_price
+            changes.meters[run.run_id] = reprice(meter, price, meter.charged_until)
+            changes.reclassed[run.run_id] = RunClass.OPPORTUNISTIC
+    if decisions.starts:
+        gpu_type = {n.name: n.gpu_type for n in snap.nodes}
+        for s in decisions.starts:
+            _start(changes, jobs[s.job_id], s, now, rules, gpu_type)
+    changes.reservations = decisions.reserves
+    return changes
+
+
+def _start(
+    changes: ChangeSet, job: JobFacts, s: Start, now: Seconds, rules: Rules, gpu_type: Mapping[str, str]
+) -> None:
+    attempt = job.attempt
+    run_id = make_run_id(job.job_id, attempt)
+    rate = run_rate(((gpu_type[a.node], len(a.gpus)) for a in s.placement), rules.rates)
+    price = price_for(s.run_class, rules.policy)
+    changes.opened.append(
+        RunOpened(run_id, job.job_id, attempt, now, s.placement, s.run_class, s.slice_end, rate, price, s.backfill_for)
+    )
+    if s.slice_end is not None:
+        changes.slices.append(SliceGrant(run_id, job.job_id, now, s.slice_end, "grant"))
+    nodes = ", ".join(a.node for a in s.placement)
+    why = f"started ({s.rule}) as {s.run_class.value} on {nodes}" + (
+        f", slice until {s.slice_end}" if s.slice_end is not None else ""
+    )
+    changes.transitions.append(transition(job, JobState.RUNNING, now, why, attempt=attempt + 1))
+    spec = LaunchSpec(
+        job_id=job.job_id,
+        attempt=attempt,
+        command=job.command,
+        placement=s.placement,
+        budget=job.budget,
+        user=job.user,
+        kind=job.kind,
+        grace=min(job.grace, rules.policy.max_grace),
+        slice_end=s.slice_end,
+        env=dict(job.env),
+        workdir=job.workdir,
+        image=job.image,
+    )
+    changes.intents.append(LaunchIntent(run_id, spec))
+
+
+def _preempt(
+    changes: ChangeSet,
+    job: JobFacts,
+    run: OpenRun | None,
+    p: Preempt,
+    now: Seconds,
+    charged: Mapping[str, Micro],
+    period_id: str,
+) -> None:
+    if run is None or run.signalled:
+        return
+    changes.signalled.append(RunSignalled(run.run_id, now, now + p.grace, p.reason.value, p.preemptor, p.requeue))
+    changes.intents.append(TerminateIntent(job.job_id, run.attempt, run.run_id, p.grace))
+    if p.reason is PreemptReason.NODE_DOWN:
+        signalled = replace(run, signalled=True, preempt_reason=p.reason.value, requeue=p.requeue)
+        end_run(changes, job, signalled, now, None, "node lost", charged.get(run.run_id, 0), period_id)
+        return
+    why = f"preempted ({p.reason.value})" + (f" for {p.preemptor}" if p.preemptor else "")
+    changes.transitions.append(transition(job, JobState.PREEMPTING, now, f"{why}, grace {p.grace}s"))
+
+
+def cancelled_pending(jobs: Sequence[JobFacts], now: Seconds) -> ChangeSet:
+    """Pending jobs whose cancellation was asked end now, as cancelled (they hold nothing: no run to signal)."""
+    changes = ChangeSet()
+    for job in jobs:
+        if job.state is JobState.PENDING and job.cancel_requested:
+            changes.transitions.append(transition(job, JobState.CANCELLED, now, CANCELLED_BY_OWNER))
+            changes.reasons_gone.append(job.job_id)
+    return changes
