@@ -14,7 +14,6 @@ Must not: decide anything (the core did), price anything itself (allotment.ledge
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 from allotment.changes.events import end_run, transition
 from allotment.changes.records import (
@@ -124,7 +123,7 @@ def _preempt(
     changes.signalled.append(RunSignalled(run.run_id, now, now + p.grace, p.reason.value, p.preemptor, p.requeue))
     changes.intents.append(TerminateIntent(job.job_id, run.attempt, run.run_id, p.grace))
     if p.reason is PreemptReason.NODE_DOWN:
-        signalled = replace(run, signalled=True, preempt_reason=p.reason.value, requeue=p.requeue)
+        signalled = run._replace(signalled=True, preempt_reason=p.reason.value, requeue=p.requeue)
         end_run(changes, job, signalled, now, None, "node lost", charged.get(run.run_id, 0), period_id)
         return
     why = f"preempted ({p.reason.value})" + (f" for {p.preemptor}" if p.preemptor else "")

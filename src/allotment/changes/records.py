@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from allotment.core.decisions import Reserve
 from allotment.core.jobstate import JobState
@@ -40,9 +41,9 @@ class Rules:
 
 
 # -- facts a store loads ---------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class OpenRun:
-    """An open run as the rules need it: its meter, its signal and its place in its job."""
+class OpenRun(NamedTuple):
+    """An open run as the rules need it: its meter, its signal and its place in its job. A NamedTuple, not a frozen
+    dataclass: a store builds one per open run every cycle, and a tuple is built without a setattr per field."""
 
     run_id: str
     job_id: str

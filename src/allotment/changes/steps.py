@@ -38,12 +38,16 @@ def _charge(
 ) -> ChangeSet:
     ended = {e.run_id for e in so_far.ended}
     changes = ChangeSet()
+    meters = so_far.meters
     for run in runs:
         if run.run_id in ended:
             continue
-        meter = so_far.meter_of(run)
-        if due_before is not None and meter.charged_until > due_before:
-            continue
+        meter = meters.get(run.run_id)
+        charged_until = run.charged_until if meter is None else meter.charged_until
+        if due_before is not None and charged_until > due_before:
+            continue  # checked before a Meter is built: most runs are not due in a given cycle
+        if meter is None:
+            meter = run.meter
         entry, advanced = accrue(meter, until, period_id)
         if advanced is not meter:
             changes.meters[run.run_id] = advanced

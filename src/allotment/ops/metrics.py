@@ -26,6 +26,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from allotment.changes.unit import CycleUnit
+from allotment.core.jobstate import JobState
 from allotment.core.model import Seconds
 from allotment.ops.state import PROCESS
 from allotment.ports.store import CycleReport, Intent, SchedulingStore
@@ -91,7 +92,7 @@ class DatabaseCollector(Collector):
         with reading(self.sessions) as s:
             for contract, kind, n in s.execute(
                 select(JobRow.contract, JobRow.kind, func.count())
-                .where(JobRow.state == "pending")
+                .where(JobRow.state == JobState.PENDING.value)
                 .group_by(JobRow.contract, JobRow.kind)
             ):
                 queue.add_metric([contract, kind], n)

@@ -16,6 +16,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from allotment.core.jobstate import ACTIVE, JobState
 from allotment.core.model import ContractClass, JobKind, Seconds
 from allotment.store.db import in_batches
 from allotment.store.tables import JobEventRow, JobRow
@@ -136,7 +137,13 @@ def submit_many(session: Session, subs: Sequence[Submission], now: Seconds) -> l
         session.execute(
             insert(JobEventRow),
             [
-                {"job_id": v["id"], "at": now, "from_state": None, "to_state": "pending", "reason": "submitted"}
+                {
+                    "job_id": v["id"],
+                    "at": now,
+                    "from_state": None,
+                    "to_state": JobState.PENDING.value,
+                    "reason": "submitted",
+                }
                 for v in new_jobs
             ],
         )
@@ -168,7 +175,7 @@ def _values(sub: Submission, now: Seconds) -> dict[str, Any]:
         "fallback_opportunistic": sub.fallback_opportunistic,
         "requeue": sub.requeue,
         "submitted_at": now,
-        "state": "pending",
+        "state": JobState.PENDING.value,
         "attempt": 0,
         "state_reason": "submitted",
         "updated_at": now,
@@ -177,7 +184,9 @@ def _values(sub: Submission, now: Seconds) -> dict[str, Any]:
 
 
 def _first_event(job: JobRow) -> JobEventRow:
-    return JobEventRow(job_id=job.id, at=job.submitted_at, from_state=None, to_state="pending", reason="submitted")
+    return JobEventRow(
+        job_id=job.id, at=job.submitted_at, from_state=None, to_state=JobState.PENDING.value, reason="submitted"
+    )
 
 
 def _insert(session: Session, job: JobRow, first: JobEventRow) -> None:
@@ -192,6 +201,6 @@ def request_cancel(session: Session, job_id: str, now: Seconds) -> JobRow | None
     job = session.get(JobRow, job_id)
     if job is None:
         return None
-    if job.cancel_requested_at is None and job.state in ("pending", "running", "preempting"):
+    if job.cancel_requested_at is None and job.state in ACTIVE:
         job.cancel_requested_at = now
     return job

@@ -13,12 +13,13 @@ from typing import Any
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
+from allotment.core.jobstate import FINAL, JobState
 from allotment.core.model import Seconds
 from allotment.store.accounts import dialect_insert
 from allotment.store.tables import AuditRow, EngineStateRow, JobEventRow, JobRow
 
-JOB_STATES = frozenset({"pending", "running", "preempting", "completed", "failed", "cancelled", "lost"})
-FINAL_STATES = frozenset({"completed", "failed", "cancelled", "lost"})
+JOB_STATES: frozenset[str] = frozenset(JobState)
+FINAL_STATES: frozenset[str] = FINAL
 
 
 def audit(

@@ -106,6 +106,7 @@ class SqlCycle:
         self._rules = rules
         self._reasons = reasons
         self._snapshot_cache = snapshot_cache
+        self._snapped = False
 
     @property
     def rules(self) -> Rules:
@@ -135,7 +136,9 @@ class SqlCycle:
 
     def snapshot(self, period_id: str) -> Snapshot:
         p = self._rules
-        return load_snapshot(self.session, self.now, p.policy, p.rates, period_id, self._snapshot_cache)
+        snap = load_snapshot(self.session, self.now, p.policy, p.rates, period_id, self._snapshot_cache)
+        self._snapped = True
+        return snap
 
     def jobs(self, ids: Iterable[str]) -> dict[str, JobFacts]:
         found: dict[str, JobFacts] = {}
@@ -145,6 +148,9 @@ class SqlCycle:
         return found
 
     def cancelled_pending(self) -> list[JobFacts]:
+        asked = self._snapshot_cache.cancelled_pending if self._snapped else None
+        if asked is not None:  # the snapshot read every active job's state and request: no second scan
+            return list(self.jobs(asked).values()) if asked else []
         return [_facts(row) for row in self.session.connection().execute(_CANCELLED_PENDING)]
 
     def runs_of(self, keys: Iterable[tuple[str, int]], lock: bool) -> dict[tuple[str, int], OpenRun]:
@@ -172,12 +178,13 @@ class SqlCycle:
         persist(self.session, changes, self.now)
 
 
+_RUN_CLASSES = {c.value: c for c in RunClass}
+
+
 def _open_run(row: Any) -> OpenRun:
-    (rid, job_id, attempt, budget, started, run_class, rate, price, since, until, signalled, reason, requeue,
-     confirmed) = row  # fmt: skip
     return OpenRun(
-        rid, job_id, attempt, budget, started, RunClass(run_class), rate, price, since, until,
-        signalled is not None, reason, requeue, confirmed is not None,
+        row[0], row[1], row[2], row[3], row[4], _RUN_CLASSES[row[5]], row[6], row[7], row[8], row[9],
+        row[10] is not None, row[11], row[12], row[13] is not None,
     )  # fmt: skip
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.orm import Session
 
+from allotment.core.jobstate import ACTIVE_ORDERED, JobState
 from allotment.core.model import (
     Account,
     Allocation,
@@ -52,7 +53,8 @@ from allotment.store.tables import (
     WindowRow,
 )
 
-ACTIVE_STATES = ("pending", "running", "preempting")
+ACTIVE_STATES: tuple[str, ...] = tuple(s.value for s in ACTIVE_ORDERED)
+PENDING = JobState.PENDING.value
 
 
 @dataclass(slots=True)
@@ -62,6 +64,8 @@ class SnapshotCache:
     jobs: dict[str, Job] = field(default_factory=dict)
     """Jobs as submitted, by id: what a job asks for never changes after submission."""
     running: dict[str, tuple[tuple[object, ...], Job]] = field(default_factory=dict)
+    cancelled_pending: list[str] = field(default_factory=list)
+    """The pending jobs whose cancellation was asked, as the last load saw them (left out of the snapshot)."""
     """Each running job as last built, with the columns of its open run it was built from (its attempt among them):
     it is built again only when one of those changed (a run's placement never does)."""
 
@@ -252,11 +256,14 @@ def load_snapshot(
     active = conn.execute(_ACTIVE).all()
     _fill_cache(conn, [jid for jid, _, _ in active if jid not in cache], cache)
     running: dict[str, tuple[tuple[object, ...], Job]] = {}
+    asked: list[str] = []
     for jid, state, cancel in active:
         run = runs.get(jid)
-        if state == "pending" and (run is not None or cancel is not None):
-            continue  # a run that has not ended yet (reconciled elsewhere) or a cancellation to act on first
-        if state != "pending" and run is None:
+        if state == PENDING and (run is not None or cancel is not None):
+            if run is None:
+                asked.append(jid)  # a cancellation the change-set rules end (allotment.changes.decisions)
+            continue  # a run that has not ended yet (reconciled elsewhere), or a cancelled job
+        if state != PENDING and run is None:
             continue
         job = cache[jid]
         if run is not None:
@@ -269,6 +276,7 @@ def load_snapshot(
             job = built[1]
         jobs.append(job)
     keep.running = running  # runs that ended are forgotten
+    keep.cancelled_pending = asked
     if len(cache) > 2 * len(active) + 1000:  # forget finished jobs
         live = {jid for jid, _, _ in active}
         for jid in [j for j in cache if j not in live]:

@@ -1,0 +1,1 @@
+"""Pure tests of the change-set rules (allotment.changes): no database, no clock."""
