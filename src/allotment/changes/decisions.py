@@ -61,18 +61,23 @@ def decision_changes(
     for lapse in decisions.lapses:
         run = runs.get(lapse.job_id)
         if run is not None and run.run_class is RunClass.GUARANTEED and run.run_id not in changes.reclassed:
-            entry, meter = accrue(changes.meter_of(run), now, period_id)
-            if entry is not None:
-                changes.entries.append(entry)
-            price = rules.policy.opportunistic_price
-            changes.meters[run.run_id] = reprice(meter, price, meter.charged_until)
-            changes.reclassed[run.run_id] = RunClass.OPPORTUNISTIC
+            repriced(changes, run, now, RunClass.OPPORTUNISTIC, rules.policy.opportunistic_price, period_id)
     if decisions.starts:
         gpu_type = {n.name: n.gpu_type for n in snap.nodes}
         for s in decisions.starts:
             _start(changes, jobs[s.job_id], s, now, rules, gpu_type)
     changes.reservations = decisions.reserves
     return changes
+
+
+def repriced(changes: ChangeSet, run: OpenRun, at: Seconds, run_class: RunClass, price: int, period_id: str) -> None:
+    """Add to `changes` a run's class and price changing from `at` on (or from what is already charged, if later):
+    the run is first charged up to there at its old price."""
+    entry, meter = accrue(changes.meter_of(run), at, period_id)
+    if entry is not None:
+        changes.entries.append(entry)
+    changes.meters[run.run_id] = reprice(meter, price, meter.charged_until)
+    changes.reclassed[run.run_id] = run_class
 
 
 def _start(

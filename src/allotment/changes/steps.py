@@ -22,7 +22,7 @@ from allotment.ledger.usage import usage_after
 
 def rollover_charges(runs: Iterable[OpenRun], old: Period) -> ChangeSet:
     """Period rollover: every open run charged up to the end of the period that is ending, in that period."""
-    return _charge(runs, ChangeSet(), old.end, old.id, due_before=None)
+    return charges(runs, ChangeSet(), old.end, old.id)
 
 
 def periodic_charges(
@@ -30,12 +30,14 @@ def periodic_charges(
 ) -> ChangeSet:
     """Periodic charging: the open runs not charged for `every` seconds are charged up to `now` (`so_far`: the
     cycle's changes before this step, whose meters and ends count)."""
-    return _charge(runs, so_far, now, period_id, due_before=now - every)
+    return charges(runs, so_far, now, period_id, due_before=now - every)
 
 
-def _charge(
-    runs: Iterable[OpenRun], so_far: ChangeSet, until: Seconds, period_id: str, due_before: Seconds | None
+def charges(
+    runs: Iterable[OpenRun], so_far: ChangeSet, until: Seconds, period_id: str, due_before: Seconds | None = None
 ) -> ChangeSet:
+    """Open runs charged up to `until` (with `due_before`, only those charged no later than it), from the meters
+    `so_far` left; runs `so_far` ended are skipped."""
     ended = {e.run_id for e in so_far.ended}
     changes = ChangeSet()
     meters = so_far.meters

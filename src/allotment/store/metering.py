@@ -1,85 +1,101 @@
-"""Run metering, refunds, burn and fair-share usage, persisted.
+"""Run meters, refunds, burn and fair-share usage, read and persisted.
 
-Owns: creating a run's meter (its full-price rate, price and charge anchor), charging a run up to an instant
-(reading and advancing runs.charged_until in the same transaction as the ledger entry, under a row lock),
-repricing a run when its class changes, refunding a run lost through the fleet's fault, a budget's burn rate
-and projected exhaustion, and the budget_usage table.
+Owns: reading a run's meter (OpenRun, the columns it is read from), creating a run's row with its meter, charging
+or repricing one run outside a cycle (loaded under a row lock, then the same change-set rules the engine uses —
+allotment.changes — persisted by store/persist.py), refunding a run lost through the fleet's fault, a budget's burn
+rate and projected exhaustion, and the budget_usage table.
 
-Must not: decide when to charge, refund or reprice (the engine does), or compute amounts itself
-(allotment.ledger does).
+Must not: decide when to charge, refund or reprice (the engine's steps do), or compute amounts itself
+(allotment.ledger does, through allotment.changes).
 """
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from typing import Any
+
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
+from allotment.changes.decisions import repriced
+from allotment.changes.records import ChangeSet, OpenRun
+from allotment.changes.steps import charges
 from allotment.core.model import Micro, RunClass, Seconds
-from allotment.ledger import (
-    INFRASTRUCTURE,
-    Burn,
-    EntryKind,
-    Meter,
-    accrue,
-    burn,
-    refund,
-    reprice,
-    usage_after,
-)
+from allotment.ledger import INFRASTRUCTURE, Burn, EntryKind, burn, refund, usage_after
 from allotment.ledger import run_id as make_run_id
 from allotment.ledger.tree import ancestors
 from allotment.ledger.usage import decayed
-from allotment.store.accounts import budget_tree, post, post_all, posting_period, rolled_up
+from allotment.store.accounts import budget_tree, post_all, posting_period, rolled_up
+from allotment.store.persist import persist
 from allotment.store.tables import BudgetUsageRow, JobRow, LedgerEntryRow, RunRow
 
+METER_COLUMNS = (
+    RunRow.id,
+    RunRow.job_id,
+    RunRow.attempt,
+    JobRow.budget,
+    RunRow.started_at,
+    RunRow.run_class,
+    RunRow.rate_micro,
+    RunRow.price,
+    RunRow.price_since,
+    RunRow.charged_until,
+    RunRow.signalled_at,
+    RunRow.preempt_reason,
+    RunRow.requeue,
+    RunRow.confirmed_at,
+)
+"""The columns an OpenRun is read from (with runs joined to jobs)."""
+_RUN_CLASSES = {c.value: c for c in RunClass}
 
-def _locked_run(session: Session, run_id: str) -> RunRow:
-    row = session.scalars(
-        select(RunRow).where(RunRow.id == run_id).with_for_update().execution_options(populate_existing=True)
-    ).first()
+
+def open_run_of(row: Any) -> OpenRun:
+    """The OpenRun of a row of METER_COLUMNS."""
+    return OpenRun(
+        row[0], row[1], row[2], row[3], row[4], _RUN_CLASSES[row[5]], row[6], row[7], row[8], row[9],
+        row[10] is not None, row[11], row[12], row[13] is not None,
+    )  # fmt: skip
+
+
+_RUN_METER = (
+    select(*METER_COLUMNS, RunRow.ended_at)
+    .join(JobRow, JobRow.id == RunRow.job_id)
+    .where(RunRow.id == bindparam("run_id"))
+    .with_for_update(of=RunRow)
+)
+
+
+def _locked_meter(session: Session, run_id: str) -> tuple[OpenRun, Seconds | None]:
+    """Run `run_id`'s meter and end, under a row lock."""
+    session.flush()  # a run added through the ORM (new_run) in this transaction first
+    row = session.connection().execute(_RUN_METER, {"run_id": run_id}).first()
     if row is None:
         raise LookupError(f"run {run_id} does not exist")
-    return row
+    ended_at = row[len(METER_COLUMNS)]
+    return open_run_of(row), None if ended_at is None else int(ended_at)
 
 
-def _meter(session: Session, row: RunRow, budget: str | None = None) -> Meter:
-    if budget is None:
-        budget = session.scalar(select(JobRow.budget).where(JobRow.id == row.job_id))
-    if budget is None:
-        raise LookupError(f"job {row.job_id} of run {row.id} does not exist")
-    return Meter(row.id, row.job_id, budget, row.rate_micro, row.price, row.price_since, row.charged_until)
-
-
-def charge_run(
-    session: Session, run_id: str, until: Seconds, budget: str | None = None, locked: RunRow | None = None
-) -> Micro:
+def charge_run(session: Session, run_id: str, until: Seconds) -> Micro:
     """Charge run `run_id` for [charged_until, until) (capped at its end) and advance charged_until, in this
-    transaction (written at its next flush). Returns the amount newly charged (positive). Repeating a call, or
-    calling it with an earlier instant, charges nothing; the pieces of a run always sum to its whole cost to the
-    microunit. `budget`: the run's job's budget, when the caller has it (otherwise it is read). `locked`: the run's
-    row, when the caller read it under a row lock in this transaction (otherwise it is read and locked here)."""
-    row = locked if locked is not None else _locked_run(session, run_id)
-    if row.ended_at is not None:
-        until = min(until, row.ended_at)
-    entry, meter = accrue(_meter(session, row, budget), until, posting_period(session, until))
-    row.charged_until = meter.charged_until
-    charged = 0
-    if entry is not None and post(session, entry):
-        charged = -entry.amount
-    return charged
+    transaction. Returns the amount newly charged (positive). Repeating a call, or calling it with an earlier
+    instant, charges nothing; the pieces of a run always sum to its whole cost to the microunit."""
+    run, ended_at = _locked_meter(session, run_id)
+    if ended_at is not None:
+        until = min(until, ended_at)
+    changes = charges([run], ChangeSet(), until, posting_period(session, until))
+    persist(session, changes, until)
+    return changes.charged
 
 
 def reprice_run(session: Session, run_id: str, at: Seconds, run_class: RunClass, price: int) -> Micro:
     """Change a running run's class and price from `at` on (or from what is already charged, if later): the
     run is first charged up to there at its old price. Returns the amount charged by that catch-up."""
-    row = _locked_run(session, run_id)
-    if row.ended_at is not None:
+    run, ended_at = _locked_meter(session, run_id)
+    if ended_at is not None:
         raise ValueError(f"run {run_id} has ended; it cannot be repriced")
-    charged = charge_run(session, run_id, at)
-    meter = reprice(_meter(session, row), price, row.charged_until)
-    row.price, row.price_since, row.run_class = meter.price, meter.price_since, run_class.value
-    session.flush()
-    return charged
+    changes = ChangeSet()
+    repriced(changes, run, at, run_class, price, posting_period(session, at))
+    persist(session, changes, at)
+    return changes.charged
 
 
 def charged_total(session: Session, run_id: str) -> Micro:
@@ -99,14 +115,13 @@ def refund_run(session: Session, run_id: str, at: Seconds, reason: str, infrastr
     """Refund everything run `run_id` was charged to its owner and charge the same to the infrastructure
     account (a run ended by node failure or an administrator's forced action). Charge the run's last piece
     first; a refund happens once per run. Returns the amount newly refunded."""
-    row = _locked_run(session, run_id)
-    meter = _meter(session, row)
+    run, _ = _locked_meter(session, run_id)
     charged = charged_total(session, run_id)
     entries = refund(
-        meter.budget,
+        run.budget,
         run_id,
         charged,
-        job_id=row.job_id,
+        job_id=run.job_id,
         at=at,
         period_id=posting_period(session, at),
         reason=reason,

@@ -22,12 +22,13 @@ from allotment.changes.intents import decode
 from allotment.changes.records import Accounting, ChangeSet, JobFacts, OpenRun, Rules
 from allotment.changes.steps import ReasonValues
 from allotment.core.jobstate import JobState
-from allotment.core.model import Micro, PolicyConfig, RunClass, Seconds, Snapshot
+from allotment.core.model import Micro, PolicyConfig, Seconds, Snapshot
 from allotment.ledger.entries import EntryKind
 from allotment.ledger.periods import Period
 from allotment.ports.store import CycleReport, Intent
 from allotment.store.accounts import open_period
 from allotment.store.db import in_batches, reading
+from allotment.store.metering import METER_COLUMNS, open_run_of
 from allotment.store.persist import persist
 from allotment.store.records import get_state
 from allotment.store.snapshot import SnapshotCache, load_snapshot
@@ -129,7 +130,7 @@ class SqlCycle:
         return open_period(self.session, acc.period, at, acc.rollover)
 
     def open_meters(self) -> list[OpenRun]:
-        return [_open_run(row) for row in self.session.connection().execute(_OPEN_METERS)]
+        return [open_run_of(row) for row in self.session.connection().execute(_OPEN_METERS)]
 
     def usage(self) -> Mapping[str, tuple[float, Seconds]]:
         return {budget: (usage, as_of) for budget, usage, as_of in self.session.connection().execute(_USAGE_ROWS)}
@@ -162,7 +163,7 @@ class SqlCycle:
         conn = self.session.connection()
         for batch in in_batches(jobs):
             for row in conn.execute(stmt, {"jobs": batch, "attempts": attempts}):
-                run = _open_run(row)
+                run = open_run_of(row)
                 if (run.job_id, run.attempt) in wanted:
                     found[(run.job_id, run.attempt)] = run
         return found
@@ -178,16 +179,6 @@ class SqlCycle:
         persist(self.session, changes, self.now)
 
 
-_RUN_CLASSES = {c.value: c for c in RunClass}
-
-
-def _open_run(row: Any) -> OpenRun:
-    return OpenRun(
-        row[0], row[1], row[2], row[3], row[4], _RUN_CLASSES[row[5]], row[6], row[7], row[8], row[9],
-        row[10] is not None, row[11], row[12], row[13] is not None,
-    )  # fmt: skip
-
-
 def _facts(row: Any) -> JobFacts:
     job_id, state, budget, user, kind, grace, attempt, requeue, cancel, spec = row
     spec = spec or {}
@@ -199,30 +190,11 @@ def _facts(row: Any) -> JobFacts:
 
 # The statements the engine runs every cycle or loop, each built once (decision 39): building a statement afresh and
 # computing its compiled-cache key cost more Python time than SQLite takes to run it.
-_METER_COLUMNS = (
-    RunRow.id,
-    RunRow.job_id,
-    RunRow.attempt,
-    JobRow.budget,
-    RunRow.started_at,
-    RunRow.run_class,
-    RunRow.rate_micro,
-    RunRow.price,
-    RunRow.price_since,
-    RunRow.charged_until,
-    RunRow.signalled_at,
-    RunRow.preempt_reason,
-    RunRow.requeue,
-    RunRow.confirmed_at,
-)
 _OPEN_METERS = (
-    select(*_METER_COLUMNS)
-    .join(JobRow, JobRow.id == RunRow.job_id)
-    .where(RunRow.ended_at.is_(None))
-    .order_by(RunRow.id)
+    select(*METER_COLUMNS).join(JobRow, JobRow.id == RunRow.job_id).where(RunRow.ended_at.is_(None)).order_by(RunRow.id)
 )
 _RUNS_OF = (
-    select(*_METER_COLUMNS)
+    select(*METER_COLUMNS)
     .join(JobRow, JobRow.id == RunRow.job_id)
     .where(
         RunRow.ended_at.is_(None),
