@@ -81,6 +81,23 @@ def test_cancellation_of_pending_and_running_jobs(db: Engine) -> None:
     assert rig.state("run") == "cancelled"
 
 
+def test_a_cancellation_is_a_preemption_with_the_clamped_grace_and_is_charged_to_its_end(db: Engine) -> None:
+    rig = Rig(db)
+    rig.submit("run", grace=100_000, outcome=Outcome(duration=None, sigterm_exit_after=None))
+    rig.step()
+    rig.cancel("run")
+    t = rig.clock.now() + 5
+    rig.step(t)
+    (run,) = rig.runs("run")
+    assert (run.preempt_reason, run.requeue, run.kill_at) == ("cancelled", False, t + rig.policy.max_grace)
+    with rig.sessions() as s:
+        grace = s.scalars(select(IntentRow.payload).where(IntentRow.kind == "terminate")).one()["grace"]
+    assert grace == rig.policy.max_grace
+    rig.step(t + rig.policy.max_grace + 5)
+    assert rig.state("run") == "cancelled"
+    assert rig.charged("pretrain") == rig.held_cost("run")
+
+
 def test_a_lost_node_ends_the_run_refunds_the_owner_and_requeues(db: Engine) -> None:
     rig = Rig(db)
     t = rig.clock.now()
