@@ -5,9 +5,9 @@ Run: .venv/bin/python -m benchmarks.bench_engine [--cycles N] [--backends sqlite
 
 The database holds the Ai2-like organisation (≈4,096 GPUs in 512 nodes, ~60 budgets) and the demo's sample workload:
 ~600 running jobs with open runs holding ~88 % of the GPUs and 10,000 pending jobs. Each measured cycle is the real
-SqlSchedulingStore.cycle() with the Allotment policy, run as Engine.step runs it (the cyclic garbage collector
-paused), the clock advancing 5 s between cycles (steady state after the first one). Targets: median cycle
-≤ 200 ms; resident memory ≤ 500 MiB.
+engine cycle (engine.cycle.cycle on SqlSchedulingStore) with the Allotment policy, run as Engine.step runs it (the
+cyclic garbage collector paused), the clock advancing 5 s between cycles (steady state after the first one).
+Targets: median cycle ≤ 200 ms; resident memory ≤ 500 MiB.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ Run: .venv/bin/python -m benchmarks.bench_web [--pending 10000] [--repeat 20] [-
 
 The database (SQLite) holds the Ai2-like organisation (512 nodes, ≈4,096 GPUs, ~60 budgets, 150 users) and the
 demo's sample workload loaded as in bench_engine (≈600 running jobs and 10,000 pending), then runs the real engine
-cycle (SqlSchedulingStore.cycle with the Allotment policy) once an hour for eight hours, so pending jobs carry the
-engine's reasons and the ledger holds hours of charges for the burn-down; an operator drains two nodes. The API
+cycle (engine.cycle.cycle on SqlSchedulingStore, Allotment policy) once an hour for eight hours, so pending jobs carry
+the engine's reasons and the ledger holds hours of charges for the burn-down; an operator drains two nodes. The API
 (create_app, with the dashboard mounted) is served by uvicorn on a thread; each endpoint is fetched `--repeat` times
 in a row and the median and worst times are printed. Targets: every page's reads under 300 ms (median).
 """
