@@ -3,7 +3,7 @@
 Owns: the event loop. The engine, store and seeding are built by `allotment.engine.setup.build` — the server's own
 wiring — with the simulator's clock, executor (sim/executor.py) and the policy under test. The loop submits
 arrivals through the store's submission path, plays the operator for hardware faults (a bad node is drained, or
-lost and marked down, then repaired once empty), runs `Engine.step()` (poll → record_events → store.cycle →
+lost and marked down, then repaired once empty), runs `Engine.step()` (poll → hear → the atomic cycle →
 deliver) and jumps the clock to the next interesting time: the next arrival, the next simulated exit or
 session event, `store.next_deadline` (slice ends, kill deadlines), the policy's `wake_at`, the next fault or
 repair. Cycles are at least `tick` seconds apart, so everything that happens within a tick is handled by one cycle,
