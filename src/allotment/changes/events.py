@@ -73,14 +73,22 @@ def end_run(
         charged -= entry.amount
     changes.ended.append(RunEnded(run.run_id, ended_at, exit_code, detail))
     if detail == NODE_LOST or run.preempt_reason in _FLEET_FAULTS:
-        why = f"{detail or run.preempt_reason}: refunded to {job.budget}"
-        changes.entries += refund(
-            job.budget, run.run_id, charged, job_id=job.job_id, at=ended_at, period_id=period_id, reason=why
+        refunded(
+            changes, run, charged, ended_at, period_id, f"{detail or run.preempt_reason}: refunded to {job.budget}"
         )
     state, why = next_state(job, run, exit_code, detail)
     changes.transitions.append(transition(job, state, ended_at, why))
     changes.reasons_gone.append(job.job_id)
     return state
+
+
+def refunded(changes: ChangeSet, run: OpenRun, charged: Micro, at: Seconds, period_id: str, reason: str) -> None:
+    """Add to `changes` the refund of a run ended by the fleet's fault (a lost node, a forced drain): everything it
+    was charged (`charged`, positive) back to its owner, and the same charged to the infrastructure account. The
+    entries' keys derive from the run, so a refund posts once however often it is computed."""
+    changes.entries += refund(
+        run.budget, run.run_id, charged, job_id=run.job_id, at=at, period_id=period_id, reason=reason
+    )
 
 
 def event_changes(

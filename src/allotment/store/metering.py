@@ -17,10 +17,11 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from allotment.changes.decisions import repriced
+from allotment.changes.events import refunded
 from allotment.changes.records import ChangeSet, OpenRun
 from allotment.changes.steps import charges
 from allotment.core.model import Micro, RunClass, Seconds
-from allotment.ledger import INFRASTRUCTURE, Burn, EntryKind, burn, refund, usage_after
+from allotment.ledger import Burn, EntryKind, burn, usage_after
 from allotment.ledger import run_id as make_run_id
 from allotment.ledger.tree import ancestors
 from allotment.ledger.usage import decayed
@@ -111,22 +112,15 @@ def charged_total(session: Session, run_id: str) -> Micro:
     return -int(total or 0)
 
 
-def refund_run(session: Session, run_id: str, at: Seconds, reason: str, infrastructure: str = INFRASTRUCTURE) -> Micro:
+def refund_run(session: Session, run_id: str, at: Seconds, reason: str) -> Micro:
     """Refund everything run `run_id` was charged to its owner and charge the same to the infrastructure
     account (a run ended by node failure or an administrator's forced action). Charge the run's last piece
     first; a refund happens once per run. Returns the amount newly refunded."""
     run, _ = _locked_meter(session, run_id)
     charged = charged_total(session, run_id)
-    entries = refund(
-        run.budget,
-        run_id,
-        charged,
-        job_id=run.job_id,
-        at=at,
-        period_id=posting_period(session, at),
-        reason=reason,
-    )
-    new = post_all(session, entries)
+    changes = ChangeSet()
+    refunded(changes, run, charged, at, posting_period(session, at), reason)
+    new = post_all(session, changes.entries)
     session.flush()
     return charged if new else 0
 
