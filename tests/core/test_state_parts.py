@@ -7,11 +7,10 @@ a whole cycle, and that CycleState.start moves capacity, fair share and the outc
 
 from __future__ import annotations
 
+from allotment.core.cycle import run_steps
 from allotment.core.decisions import Blocker, PreemptReason
 from allotment.core.model import FULL_PRICE, JobKind, ReservationKind, RunClass
-from allotment.core.pending import fair_share_order, headroom_refill, reserved_first, sessions_first, window_claims
 from allotment.core.placement import Placement
-from allotment.core.running import drains, end_of_life, install_carried, slice_ends
 from allotment.core.state import CycleState
 from allotment.core.units import cost
 from tests.core.builders import HOUR, two_team_world
@@ -89,16 +88,8 @@ def test_after_the_steps_held_and_sessions_agree_with_the_decisions() -> None:
     )
     snapshot, now = world.snapshot(), HOUR
     st = CycleState(snapshot, now)
-    ix, cap, out = st.ix, st.cap, st.out
-    end_of_life(ix, cap, out)
-    carried = install_carried(st)
-    slice_ends(ix, cap, st.windows, out)
-    drains(ix, cap, out)
-    reserved_first(st, carried)
-    sessions_first(st)
-    window_claims(st)
-    fair_share_order(st)
-    headroom_refill(ix, cap, out)
+    ix, out = st.ix, st.out
+    run_steps(st)
 
     assert out.starts, "the free node takes work"
     gpus_of = {j.id: j.run.gpu_count for j in snapshot.jobs if j.run is not None}

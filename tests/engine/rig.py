@@ -3,6 +3,7 @@ executor (our own test double of the Executor port) and a manual clock."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from allotment.engine.setup import period_spec, seed
 from allotment.executors.simulated import Outcome, SimulatedExecutor
 from allotment.ledger.entries import EntryKind
 from allotment.ledger.periods import Rollover
-from allotment.ports.executor import LaunchSpec
+from allotment.ports.executor import ExecutorEvent, LaunchSpec
 from allotment.store.db import session_factory
 from allotment.store.jobs import Submission, request_cancel, submit
 from allotment.store.scheduling import Accounting, SqlSchedulingStore
@@ -28,6 +29,33 @@ from allotment.store.tables import JobEventRow, JobRow, LedgerEntryRow, RunRow
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "examples" / "small" / "allotment.yaml"
 T0 = 1_793_491_200  # 2026-11-01T00:00:00Z, the small example's first period
+
+
+@dataclass
+class FailingPolls:
+    """The simulated executor (our test double of the Executor port), failing its first `failures` polls with the
+    error `fail` makes; `calls` counts the polls asked for."""
+
+    inner: SimulatedExecutor
+    failures: int
+    fail: Callable[[], Exception]
+    calls: list[str] = field(default_factory=list)
+
+    def poll(self) -> list[ExecutorEvent]:
+        self.calls.append("poll")
+        if self.failures > 0:
+            self.failures -= 1
+            raise self.fail()
+        return self.inner.poll()
+
+    def launch(self, spec: LaunchSpec) -> None:
+        self.inner.launch(spec)
+
+    def terminate(self, job_id: str, attempt: int, grace: int) -> None:
+        self.inner.terminate(job_id, attempt, grace)
+
+    def alive(self) -> Mapping[str, int]:
+        return self.inner.alive()
 
 
 class ManualClock:

@@ -4,51 +4,25 @@ answers the job starts. (Slurm's own error, a subclass, is tests/ops/test_server
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from allotment.core.jobstate import JobState
 from allotment.engine.server import Server
 from allotment.engine.setup import Built
-from allotment.executors.simulated import SimulatedExecutor
 from allotment.ops.leader import FileLeadership
 from allotment.ops.state import PROCESS, Role
-from allotment.ports.executor import ExecutorEvent, ExecutorUnavailable, LaunchSpec
+from allotment.ports.executor import ExecutorUnavailable
 from allotment.store.db import make_engine
 from allotment.store.migrate import upgrade
-from tests.engine.rig import Rig
+from tests.engine.rig import FailingPolls, Rig
 from tests.ops.servers import wait_for
-
-
-@dataclass
-class Unavailable:
-    """The simulated executor, failing its first `failures` polls with the port's error."""
-
-    inner: SimulatedExecutor
-    failures: int
-
-    def poll(self) -> list[ExecutorEvent]:
-        if self.failures > 0:
-            self.failures -= 1
-            raise ExecutorUnavailable("the workload manager does not answer")
-        return self.inner.poll()
-
-    def launch(self, spec: LaunchSpec) -> None:
-        self.inner.launch(spec)
-
-    def terminate(self, job_id: str, attempt: int, grace: int) -> None:
-        self.inner.terminate(job_id, attempt, grace)
-
-    def alive(self) -> Mapping[str, int]:
-        return self.inner.alive()
 
 
 def test_the_loop_retries_on_the_ports_error_then_schedules(tmp_path: Path) -> None:
     db = make_engine(f"sqlite:///{tmp_path / 'a.db'}")
     upgrade(db)
     rig = Rig(db)
-    flaky = Unavailable(rig.executor, failures=2)
+    flaky = FailingPolls(rig.executor, 2, lambda: ExecutorUnavailable("the workload manager does not answer"))
     rig.engine.executor = flaky
     lock = FileLeadership(tmp_path / "a.db.leader")
     server = Server(Built(rig.engine, rig.store, rig.sessions, rig.cfg), interval=1, leadership=lock, max_backoff=0.2)

@@ -6,46 +6,19 @@ fail its first polls as Slurm's CLI does while slurmctld restarts."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from allotment.engine.server import Server
 from allotment.engine.setup import Built
-from allotment.executors.simulated import SimulatedExecutor
 from allotment.executors.slurm.cli import SlurmError
 from allotment.ops.leader import FileLeadership
 from allotment.ops.state import PROCESS, Role
-from allotment.ports.executor import ExecutorEvent, LaunchSpec
 from allotment.store.db import make_engine
 from allotment.store.migrate import upgrade
-from tests.engine.rig import Rig
+from tests.engine.rig import FailingPolls, Rig
 from tests.ops.servers import wait_for
 
-
-@dataclass
-class SlurmctldRestarting:
-    """The simulated executor, failing its first `failures` polls with the error Slurm's CLI raises."""
-
-    inner: SimulatedExecutor
-    failures: int
-    calls: list[str] = field(default_factory=list)
-
-    def poll(self) -> list[ExecutorEvent]:
-        self.calls.append("poll")
-        if self.failures > 0:
-            self.failures -= 1
-            raise SlurmError(["squeue"], "exit status 1: slurm_load_jobs error: Unable to contact slurm controller")
-        return self.inner.poll()
-
-    def launch(self, spec: LaunchSpec) -> None:
-        self.inner.launch(spec)
-
-    def terminate(self, job_id: str, attempt: int, grace: int) -> None:
-        self.inner.terminate(job_id, attempt, grace)
-
-    def alive(self) -> Mapping[str, int]:
-        return self.inner.alive()
+SLURMCTLD_DOWN = "exit status 1: slurm_load_jobs error: Unable to contact slurm controller"
 
 
 def nudge(server: Server) -> bool:
@@ -58,7 +31,7 @@ def test_the_loop_retries_while_slurmctld_is_away_then_schedules(tmp_path: Path)
     db = make_engine(f"sqlite:///{tmp_path / 'a.db'}")
     upgrade(db)
     rig = Rig(db)
-    flaky = SlurmctldRestarting(rig.executor, failures=3)
+    flaky = FailingPolls(rig.executor, 3, lambda: SlurmError(["squeue"], SLURMCTLD_DOWN))
     rig.engine.executor = flaky
     lock = FileLeadership(tmp_path / "a.db.leader")
     server = Server(Built(rig.engine, rig.store, rig.sessions, rig.cfg), interval=1, leadership=lock, max_backoff=0.2)

@@ -61,16 +61,7 @@ class AllotmentPolicy:
         st = CycleState(snapshot, now)
         ix, cap, out = st.ix, st.cap, st.out
         standings = _standings(ix, st.fs, out)
-        end_of_life(ix, cap, out)
-        cancellations(ix, cap, out)
-        carried = install_carried(st)
-        slice_ends(ix, cap, st.windows, out)
-        drains(ix, cap, out)
-        reserved_first(st, carried)
-        sessions_first(st)
-        window_claims(st)
-        fair_share_order(st)
-        headroom_refill(ix, cap, out)
+        run_steps(st)
         explainer = Explainer(st)
         pending = {
             job.id: explainer.explain(job) for job in snapshot.jobs if job.run is None and job.id not in out.started
@@ -88,6 +79,22 @@ class AllotmentPolicy:
         )
         st.release()
         return decisions
+
+
+def run_steps(st: CycleState) -> None:
+    """Steps 1–9 of the cycle, in their order (the module docstring): everything decide() does before it explains
+    the jobs still waiting. What they decide is in `st.out`."""
+    ix, cap, out = st.ix, st.cap, st.out
+    end_of_life(ix, cap, out)
+    cancellations(ix, cap, out)
+    carried = install_carried(st)
+    slice_ends(ix, cap, st.windows, out)
+    drains(ix, cap, out)
+    reserved_first(st, carried)
+    sessions_first(st)
+    window_claims(st)
+    fair_share_order(st)
+    headroom_refill(ix, cap, out)
 
 
 def _standings(ix: Indices, fs: FairShare, out: Outcome) -> dict[str, Standing]:
