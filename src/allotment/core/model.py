@@ -13,7 +13,7 @@ integers (1000 = full price).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import TYPE_CHECKING, Final, TypeVar
@@ -202,8 +202,8 @@ class Job:
     """Its owner asked to cancel it: a running job is told to leave (core/cancellation.py), a pending one ends.
     Last, with a default, so snapshots pickled before it existed still load (Job.__setstate__)."""
 
-    def __setstate__(self, state: tuple[object, ...]) -> None:
-        """pickle's restore of the dataclass's state (its fields' values in order): the fields added after a
+    def __setstate__(self, state: Sequence[object]) -> None:
+        """pickle's restore of the dataclass's state (its fields' values in order, a list): the fields added after a
         snapshot was pickled take their defaults."""
         for f, value in zip(fields(self), state, strict=False):
             object.__setattr__(self, f.name, value)
