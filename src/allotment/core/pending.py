@@ -39,6 +39,7 @@ from allotment.core.preemption import (
     expired_yields_to_under_share,
     opportunistic_yields,
     session_takes,
+    victim_reason,
     window_reclaims,
 )
 from allotment.core.reservations import Yields, claim, earliest_on_node, plan_start, room_denied
@@ -362,6 +363,10 @@ class _GuaranteedVictims:
 def headroom_refill(ix: Indices, cap: Capacity, out: Outcome) -> None:
     """Reads the nodes, claims and quick-free counts of `cap`; writes preemptions (to `out` and `cap`)."""
     now = ix.now
+
+    def takes(occ: Occupant) -> PreemptReason | None:
+        return session_takes(occ, now)
+
     clusters = sorted({s.node.cluster for s in cap.nodes})
     for cluster in clusters:
         want = ix.pol.headroom_for(cluster)
@@ -377,10 +382,9 @@ def headroom_refill(ix: Indices, cap: Capacity, out: Outcome) -> None:
             for s in slots
             if s.claim is None
             for o in s.occupants
-            if o.preemptible
-            and not ix.quick_occupant(o)  # already counted as headroom: taking it would free nothing new
+            if not ix.quick_occupant(o)  # already counted as headroom: taking it would free nothing new
             and o.job.id not in out.preempted
-            and session_takes(o, now) is not None
+            and victim_reason(o, takes) is not None
         ]
         cands.sort(key=lambda so: (-len(so[0].free), so[1].gpus, _progress(now, so[1]), so[1].job.id))
         for _, occ in cands:

@@ -1,8 +1,13 @@
 """Preemption rules (docs/policy.md §5), each a named pure function, and victim selection.
 
-Owns: which running work a preemptor may take and why (`never_inside_slice`, `opportunistic_yields`,
-`expired_yields_to_under_share`, `window_reclaims`, `reservation_claims`), the choice of victims on a node (fewest
-GPUs, then least lost progress), and the cost of emptying a node for a gang.
+Owns: which running work a preemptor may take and why (`opportunistic_yields`, `expired_yields_to_under_share`,
+`session_takes`, `window_reclaims`, `reservation_claims`), the one in-slice guard every victim passes
+(`victim_reason`, promise 1), the choice of victims on a node (fewest GPUs, then least lost progress), and the cost
+of emptying a node for a gang.
+
+The rules say why a preemptor may take work that may be taken at all; they do not repeat the guard. Every caller
+that picks victims asks through `victim_reason` (here, in `running.due_victims` and in `pending.headroom_refill`),
+so the guard is checked in one place and a change to it changes what every preemption may take.
 
 Must not: emit decisions or change capacity; the cycle does that after checking that the preemptor can then start
 (`never a preemption that does not let the preemptor start`).
@@ -25,6 +30,11 @@ def never_inside_slice(occ: Occupant) -> bool:
     return occ.preemptible
 
 
+def victim_reason(occ: Occupant, rule: VictimTest) -> PreemptReason | None:
+    """Why `rule` takes this occupant, or None: the one place the in-slice guard is applied to a victim rule."""
+    return rule(occ) if never_inside_slice(occ) else None
+
+
 def is_opportunistic_work(job: Job) -> bool:
     """Work that never held a slice in this run: opportunistic jobs and guaranteed jobs running on fallback."""
     return job.run is not None and job.run.slice_end is None
@@ -37,7 +47,7 @@ def is_slice_expired(job: Job, now: Seconds) -> bool:
 
 def opportunistic_yields(occ: Occupant, reason: PreemptReason) -> PreemptReason | None:
     """Opportunistic work yields to any guaranteed job or session that needs its GPUs."""
-    if never_inside_slice(occ) and is_opportunistic_work(occ.job):
+    if is_opportunistic_work(occ.job):
         return reason
     return None
 
@@ -52,7 +62,7 @@ def expired_yields_to_under_share(
     """Slice-expired work is taken only when the preemptor's budget is below its fair share (checked by the caller
     before asking), the victim's budget stays at or above its own share after losing the job, and the preemptor
     stays below the victim after gaining — strict progress, so two budgets can never preempt each other in a loop."""
-    if not never_inside_slice(occ) or not is_slice_expired(occ.job, now):
+    if not is_slice_expired(occ.job, now):
         return None
     if occ.job.budget == preemptor_budget:
         return None
@@ -64,21 +74,21 @@ def expired_yields_to_under_share(
 
 def session_takes(occ: Occupant, now: Seconds) -> PreemptReason | None:
     """A session within the limits may take opportunistic or slice-expired work (promise 9)."""
-    if never_inside_slice(occ) and (is_opportunistic_work(occ.job) or is_slice_expired(occ.job, now)):
+    if is_opportunistic_work(occ.job) or is_slice_expired(occ.job, now):
         return PreemptReason.FOR_SESSION
     return None
 
 
 def window_reclaims(occ: Occupant, window_budget: str) -> PreemptReason | None:
     """During a capacity window its budget reclaims the pool from any other budget's preemptible work."""
-    if never_inside_slice(occ) and occ.job.budget != window_budget:
+    if occ.job.budget != window_budget:
         return PreemptReason.WINDOW
     return None
 
 
 def reservation_claims(occ: Occupant) -> PreemptReason | None:
     """A planned start takes the preemptible work on the GPUs it reserved, once it is due."""
-    return PreemptReason.RESERVATION if never_inside_slice(occ) else None
+    return PreemptReason.RESERVATION
 
 
 class Victims:
@@ -144,9 +154,7 @@ def victims_on_node(
         return Victims((), (), 0, 0, ready)
     eligible: list[tuple[Occupant, PreemptReason]] = []
     for occ in slot.occupants:
-        if occ.leaving or not never_inside_slice(occ):
-            continue
-        reason = test(occ)
+        reason = victim_reason(occ, test)
         if reason is not None:
             eligible.append((occ, reason))
     if have + sum(o.gpus for o, _ in eligible) < need:

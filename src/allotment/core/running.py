@@ -32,7 +32,7 @@ from allotment.core.model import (
 )
 from allotment.core.outcome import Outcome
 from allotment.core.placement import node_size, nodes_needed
-from allotment.core.preemption import fewest_victims, reservation_claims
+from allotment.core.preemption import fewest_victims, reservation_claims, victim_reason
 from allotment.core.reservations import Capped, Yields, claim, earliest_on_node, renewal_cannot_delay, use_spare_renewal
 from allotment.core.state import Carried, CycleState
 from allotment.core.units import cost
@@ -250,7 +250,7 @@ def due_victims(st: CycleState, slot: NodeSlot, need: int, planned: Seconds) -> 
     for occ in slot.occupants:
         if occ.leave > planned or not (occ.leaving or yields(occ)):
             continue
-        reason = None if occ.leaving else reservation_claims(occ)
+        reason = victim_reason(occ, reservation_claims)
         if reason is not None:
             eligible.append((occ, reason))
         else:
