@@ -9,6 +9,9 @@ carried reservations, and a random `now`.
 Every snapshot it draws is consistent: no GPU index is held twice, jobs belong to leaf budgets only, running gangs hold
 whole nodes of one pool, slices end at most `max_slice` after `now`, kill deadlines lie within `max_grace` of `now`.
 
+The shapes at the promises' edges (a window opening, money at a slice's cost) are drawn by
+tests/core/strategies_edges.py.
+
 Also owns the small read-only facts about a snapshot that several properties need (GPUs held, money already
 promised, prices) and `CheckedDriver`, the test Driver with hooks that see every round.
 
@@ -17,6 +20,7 @@ Must not: assert anything; the property tests do that.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -508,9 +512,17 @@ class CheckedDriver(Driver):
         self.reservations = {r.job_id: r.carried() for r in d.reserves}
 
 
-PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EXAMPLES_SCALE = float(os.environ.get("ALLOT_TEST_EXAMPLES_SCALE", "1"))
+"""Scales the example counts below: benchmarks/mutation.py runs each mutant with fewer (its --examples-scale)."""
+
+
+def examples(n: int) -> int:
+    return max(1, round(n * EXAMPLES_SCALE))
+
+
+PROPERTY = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 """Single-cycle properties on random snapshots."""
-DRIVEN = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+DRIVEN = settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 """Multi-round properties with the Driver (each example runs many cycles)."""
 
 ROOMY = Knobs(max_running=4)

@@ -1,0 +1,281 @@
+"""The promises at their edges, as named fixed examples (issue 19): the cases a mutation run of funding, preemption
+and capacity found no test for. Each table row is a small world built with tests/core/builders.py and the one
+decision the promises allow on it.
+
+Promise 1 (never inside a slice) when a capacity window opens on in-slice and lapsed work; promise 2 (a slice only
+if its budget can pay for all of it) at exactly enough money, with one budget's money not leaking into another's
+terms, and for a slice shortened to a window start; the victim choice on one node (several victims, no more than
+needed; none when free and leaving GPUs already cover the need); a window never evicting its own budget's work; a
+slice ending exactly now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+
+from allotment.core.cycle import AllotmentPolicy
+from allotment.core.decisions import Blocker, PreemptReason
+from allotment.core.model import Account, ContractClass, RunClass
+from tests.core.builders import HOUR, World, credits
+from tests.core.test_properties_slices import check_no_preemption_in_slice
+
+decide = AllotmentPolicy().decide
+OPP = ContractClass.OPPORTUNISTIC
+NODE = "c1-h100-00"
+
+
+def one_node(*budgets: str, **balances: float) -> World:
+    """One 8-GPU H100 node; the named budgets, each with 1000 credits unless given a balance."""
+    w = World().cluster("c1", nodes=1)
+    for b in budgets:
+        w.budget(b, balance=balances.get(b))
+    return w
+
+
+@dataclass(frozen=True)
+class Preemptions:
+    """A world, the instant to decide at, and the (victim, reason) pairs the promises allow, in decision order."""
+
+    name: str
+    world: Callable[[], World]
+    now: int
+    victims: list[tuple[str, PreemptReason]]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _window_opens_on_in_slice_and_lapsed_work() -> World:
+    # the in-slice job started later (less lost progress): were the guard gone, it would be the cheaper victim
+    w = one_node("win", "blue").window("w1", "win", "c1", gpus=4, start=2 * HOUR, end=10 * HOUR)
+    w.running("lapsed", "blue", {NODE: 4}, started=0, grace=60)
+    w.running("in-slice", "blue", {NODE: 4}, started=HOUR, slice_end=3 * HOUR, grace=60)
+    return w.pending("mine", "win", gpus=4, submitted_at=0)
+
+
+def _window_opens_on_in_slice_and_opportunistic_work() -> World:
+    w = one_node("win", "blue").window("w1", "win", "c1", gpus=4, start=2 * HOUR, end=10 * HOUR)
+    w.running("opp", "blue", {NODE: 4}, started=0, contract=OPP, grace=60)
+    w.running("in-slice", "blue", {NODE: 4}, started=HOUR, slice_end=3 * HOUR, grace=60)
+    return w.pending("mine", "win", gpus=4, submitted_at=0)
+
+
+def _window_opens_on_work_inside_slices_only() -> World:
+    w = one_node("win", "blue").window("w1", "win", "c1", gpus=4, start=2 * HOUR, end=10 * HOUR)
+    w.running("in-slice-a", "blue", {NODE: 4}, started=0, slice_end=2 * HOUR + 1, grace=60)
+    w.running("in-slice-b", "blue", {NODE: 4}, started=HOUR, slice_end=3 * HOUR, grace=60)
+    return w.pending("mine", "win", gpus=4, submitted_at=0)
+
+
+def _window_keeps_its_own_budgets_work() -> World:
+    # the window's budget's own lapsed job and another budget's in-slice job: the window takes neither
+    w = one_node("win", "blue").window("w1", "win", "c1", gpus=8, start=2 * HOUR, end=10 * HOUR)
+    w.running("own-lapsed", "win", {NODE: 4}, started=0, grace=60)
+    w.running("in-slice", "blue", {NODE: 4}, started=HOUR, slice_end=2 * HOUR + 600, grace=60)
+    return w.pending("mine", "win", gpus=8, submitted_at=0)
+
+
+def _window_takes_the_other_budgets_work_not_its_own() -> World:
+    w = one_node("win", "blue").window("w1", "win", "c1", gpus=8, start=2 * HOUR, end=10 * HOUR)
+    w.running("own-lapsed", "win", {NODE: 4}, started=HOUR, grace=60)
+    w.running("blue-lapsed", "blue", {NODE: 4}, started=0, grace=60)
+    return w.pending("mine", "win", gpus=4, submitted_at=0)
+
+
+def _three_and_one_for_four() -> World:
+    # no single victim frees 4: the largest (3) and then the freshest 1-GPU job, not more
+    w = one_node("red", "blue")
+    w.running("opp3", "blue", {NODE: 3}, started=0, contract=OPP)
+    w.running("opp1-old", "blue", {NODE: 1}, started=10, contract=OPP)
+    w.running("opp1-new", "blue", {NODE: 1}, started=50, contract=OPP)
+    w.running("in-slice", "blue", {NODE: 3}, started=0, slice_end=5 * HOUR)
+    return w.pending("want", "red", gpus=4, submitted_at=0)
+
+
+def _two_twos_for_four() -> World:
+    w = one_node("red", "blue")
+    w.running("opp2-a", "blue", {NODE: 2}, started=0, contract=OPP)
+    w.running("opp2-b", "blue", {NODE: 2}, started=20, contract=OPP)
+    w.running("opp1", "blue", {NODE: 1}, started=90, contract=OPP)
+    w.running("in-slice", "blue", {NODE: 3}, started=0, slice_end=5 * HOUR)
+    return w.pending("want", "red", gpus=4, submitted_at=0)
+
+
+def _one_large_victim_rather_than_several() -> World:
+    w = one_node("red", "blue")
+    w.running("opp5", "blue", {NODE: 5}, started=0, contract=OPP)
+    w.running("opp2", "blue", {NODE: 2}, started=90, contract=OPP)
+    w.running("opp1", "blue", {NODE: 1}, started=90, contract=OPP)
+    return w.pending("want", "red", gpus=4, submitted_at=0)
+
+
+def _free_and_leaving_exactly_cover_the_need() -> World:
+    w = one_node("red", "blue")
+    w.running("leaving", "blue", {NODE: 2}, started=0, contract=OPP, leaving_until=130)
+    w.running("opp", "blue", {NODE: 4}, started=90, contract=OPP)
+    return w.pending("want", "red", gpus=4, submitted_at=0)
+
+
+def _free_and_leaving_one_short() -> World:
+    w = one_node("red", "blue")
+    w.running("leaving", "blue", {NODE: 2}, started=0, contract=OPP, leaving_until=130)
+    w.running("opp", "blue", {NODE: 1}, started=90, contract=OPP)
+    w.running("in-slice", "blue", {NODE: 4}, started=0, slice_end=5 * HOUR)
+    return w.pending("want", "red", gpus=4, submitted_at=0)
+
+
+def _lapsed_at_exactly_its_slice_end() -> World:
+    # blue is far over its share and cannot renew; red has used nothing: at the slice end the job goes
+    w = World().cluster("c1", nodes=1).budget("org", alloc=2000)
+    w.budget("red", "org").budget("blue", "org", balance=0.5, usage=5000)
+    w.running("ends-now", "blue", {NODE: 8}, started=0, slice_end=HOUR, grace=60)
+    return w.pending("want", "red", gpus=8, submitted_at=0)
+
+
+def _one_second_before_the_slice_end() -> World:
+    return _lapsed_at_exactly_its_slice_end()
+
+
+PREEMPTIONS = [
+    Preemptions("window-opens-lapsed-and-in-slice", _window_opens_on_in_slice_and_lapsed_work, 2 * HOUR,
+                [("lapsed", PreemptReason.WINDOW)]),
+    Preemptions("window-opens-opportunistic-and-in-slice", _window_opens_on_in_slice_and_opportunistic_work,
+                2 * HOUR, [("opp", PreemptReason.WINDOW)]),
+    Preemptions("window-opens-on-slices-only", _window_opens_on_work_inside_slices_only, 2 * HOUR, []),
+    Preemptions("window-keeps-its-own-budgets-work", _window_keeps_its_own_budgets_work, 2 * HOUR, []),
+    Preemptions("window-takes-others-not-its-own", _window_takes_the_other_budgets_work_not_its_own, 2 * HOUR,
+                [("blue-lapsed", PreemptReason.WINDOW)]),
+    Preemptions("three-and-one-for-four", _three_and_one_for_four, 100,
+                [("opp3", PreemptReason.FOR_GUARANTEED), ("opp1-new", PreemptReason.FOR_GUARANTEED)]),
+    Preemptions("two-twos-for-four", _two_twos_for_four, 100,
+                [("opp2-b", PreemptReason.FOR_GUARANTEED), ("opp2-a", PreemptReason.FOR_GUARANTEED)]),
+    Preemptions("one-large-victim", _one_large_victim_rather_than_several, 100,
+                [("opp5", PreemptReason.FOR_GUARANTEED)]),
+    Preemptions("free-and-leaving-cover-the-need", _free_and_leaving_exactly_cover_the_need, 100, []),
+    Preemptions("free-and-leaving-one-short", _free_and_leaving_one_short, 100,
+                [("opp", PreemptReason.FOR_GUARANTEED)]),
+    Preemptions("slice-ends-exactly-now", _lapsed_at_exactly_its_slice_end, HOUR,
+                [("ends-now", PreemptReason.FAIR_SHARE)]),
+    Preemptions("one-second-before-the-slice-end", _one_second_before_the_slice_end, HOUR - 1, []),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", PREEMPTIONS, ids=str)
+def test_preemptions_at_the_edges(case: Preemptions) -> None:
+    snap = case.world().snapshot()
+    d = decide(snap, case.now)
+    check_no_preemption_in_slice(snap, case.now, d)
+    assert sorted((p.job_id, p.reason) for p in d.preempts) == sorted(case.victims)
+
+
+@dataclass(frozen=True)
+class Funding:
+    """A world, the instant to decide at, and the slices (job, slice end) the promises allow, with the blocker of
+    every other pending job."""
+
+    name: str
+    world: Callable[[], World]
+    now: int
+    slices: dict[str, int]
+    blocked: dict[str, Blocker]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+ONE_SLICE = credits(1)
+"""A 1-GPU H100 slice of one hour at full price."""
+
+
+def _balance(micro: int) -> Callable[[], World]:
+    def world() -> World:
+        w = one_node("red")
+        w.accounts["red"] = Account(micro, 0.0)
+        return w.pending("a", "red", gpus=1, slice_seconds=HOUR, submitted_at=0)
+
+    return world
+
+
+def _one_and_a_half_credits_for_two_jobs() -> World:
+    w = one_node("red", red=1.5)
+    w.pending("a", "red", gpus=1, slice_seconds=HOUR, submitted_at=0)
+    return w.pending("b", "red", gpus=1, slice_seconds=HOUR, submitted_at=1)
+
+
+def _two_credits_for_two_jobs() -> World:
+    w = one_node("red", red=2)
+    w.pending("a", "red", gpus=1, slice_seconds=HOUR, submitted_at=0)
+    return w.pending("b", "red", gpus=1, slice_seconds=HOUR, submitted_at=1)
+
+
+def _rich_budget_served_first_then_an_empty_one() -> World:
+    # rich has used nothing, poor a little: rich's job of the same shape is decided first
+    w = World().cluster("c1", nodes=1).budget("rich").budget("poor", balance=0, usage=1.0)
+    w.pending("rich-job", "rich", gpus=1, slice_seconds=HOUR, submitted_at=0)
+    return w.pending("poor-job", "poor", gpus=1, slice_seconds=HOUR, submitted_at=0)
+
+
+def _rich_budget_served_first_then_a_short_one() -> World:
+    w = World().cluster("c1", nodes=1).budget("rich").budget("poor", balance=0.999999, usage=1.0)
+    w.pending("rich-job", "rich", gpus=1, slice_seconds=HOUR, submitted_at=0)
+    return w.pending("poor-job", "poor", gpus=1, slice_seconds=HOUR, submitted_at=0)
+
+
+def _money_promised_to_a_running_slice() -> World:
+    # 1.5 credits, half an hour of a 1-GPU slice still to run: 1 credit left, enough for one more slice
+    w = one_node("red", red=1.5)
+    w.running("r", "red", {NODE: 1}, started=0, slice_end=100 + 1800)
+    return w.pending("a", "red", gpus=1, slice_seconds=HOUR, submitted_at=0)
+
+
+def _money_promised_to_a_running_slice_one_micro_short() -> World:
+    w = one_node("red")
+    w.accounts["red"] = Account(credits(1.5) - 1, 0.0)
+    w.running("r", "red", {NODE: 1}, started=0, slice_end=100 + 1800)
+    return w.pending("a", "red", gpus=1, slice_seconds=HOUR, submitted_at=0)
+
+
+def _shortened_to_a_window_start(balance: float, start: int) -> Callable[[], World]:
+    """Another budget's window takes the whole pool from `start`; red asks for 4 hours."""
+
+    def world() -> World:
+        w = one_node("red", "win", red=balance).window("w1", "win", "c1", gpus=8, start=start, end=start + 10 * HOUR)
+        return w.pending("a", "red", gpus=1, slice_seconds=4 * HOUR, submitted_at=0)
+
+    return world
+
+
+FUNDING = [
+    Funding("exactly-enough", _balance(ONE_SLICE), 100, {"a": 100 + HOUR}, {}),
+    Funding("one-micro-short", _balance(ONE_SLICE - 1), 100, {}, {"a": Blocker.FUNDS}),
+    Funding("one-and-a-half-credits-two-slices", _one_and_a_half_credits_for_two_jobs, 100, {"a": 100 + HOUR},
+            {"b": Blocker.FUNDS}),
+    Funding("two-credits-two-slices", _two_credits_for_two_jobs, 100, {"a": 100 + HOUR, "b": 100 + HOUR}, {}),
+    Funding("empty-budget-after-a-rich-one", _rich_budget_served_first_then_an_empty_one, 100,
+            {"rich-job": 100 + HOUR}, {"poor-job": Blocker.FUNDS}),
+    Funding("short-budget-after-a-rich-one", _rich_budget_served_first_then_a_short_one, 100,
+            {"rich-job": 100 + HOUR}, {"poor-job": Blocker.FUNDS}),
+    Funding("money-promised-to-a-running-slice", _money_promised_to_a_running_slice, 100, {"a": 100 + HOUR}, {}),
+    Funding("promised-money-one-micro-short", _money_promised_to_a_running_slice_one_micro_short, 100, {},
+            {"a": Blocker.FUNDS}),
+    Funding("shortened-to-window-priced-short", _shortened_to_a_window_start(2, 100 + 2 * HOUR), 100,
+            {"a": 100 + 2 * HOUR}, {}),
+    Funding("shortened-to-window-one-micro-short", _shortened_to_a_window_start(1.999999, 100 + 2 * HOUR), 100,
+            {}, {"a": Blocker.FUNDS}),
+    Funding("shortened-to-exactly-min-slice", _shortened_to_a_window_start(2, 100 + 1800), 100,
+            {"a": 100 + 1800}, {}),
+    Funding("shortened-below-min-slice", _shortened_to_a_window_start(2, 100 + 1799), 100, {},
+            {"a": Blocker.WINDOW}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", FUNDING, ids=str)
+def test_slices_at_the_edges_of_the_money(case: Funding) -> None:
+    snap = case.world().snapshot()
+    d = decide(snap, case.now)
+    assert {s.job_id: s.slice_end for s in d.starts} == case.slices
+    assert all(s.run_class is RunClass.GUARANTEED for s in d.starts)
+    assert {jid: w.blocker for jid, w in d.pending.items()} == case.blocked
