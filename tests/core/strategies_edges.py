@@ -121,13 +121,35 @@ def window_openings(draw: Draw) -> Case:
 
 FUNDED_SHAPES = ((1, 1), (2, 1), (3, 1), (4, 1), (8, 1), (8, 2))
 """(GPUs per replica, replicas) of the jobs funding_edges() draws."""
+NEIGHBOURS = {
+    (1, 1): ((2, 1),),
+    (2, 1): ((1, 1), (3, 1)),
+    (3, 1): ((2, 1), (4, 1)),
+    (4, 1): ((3, 1), (8, 1)),
+    (8, 1): ((4, 1), (8, 2)),
+    (8, 2): ((8, 1),),
+}
+"""Shapes that differ from each in GPUs or replicas only (caches keyed on a shape must tell them apart)."""
 FUNDED_LENGTHS = (1800, HOUR, 5400, 4 * HOUR)
 """Slice lengths within [min_slice, max_slice], so that a slice is as long as asked."""
 
 
-def slice_price(snap: Snapshot, job: Job) -> int:
-    """The cost of a whole slice of a batch job on the (one) GPU type of the fleet."""
-    return cost(job.total_gpus, snap.rates[snap.nodes[0].gpu_type], FULL_PRICE, slice_length(snap.policy, job))
+WINDOW_STARTS = (1799, 1800, 2700, HOUR, 5400, 10 * HOUR)
+"""How long after `now` the window of funding_edges() opens: just below and at `min_slice`, inside and past the
+slices asked for."""
+
+
+def slice_offer(snap: Snapshot, job: Job, now: int) -> tuple[int, int] | None:
+    """(slice end, price) of a batch job in funding_edges()'s one pool: as long as asked, or ended at the start of
+    another budget's window on the whole pool and priced for that length; None when that leaves less than
+    `min_slice`."""
+    end = now + slice_length(snap.policy, job)
+    for w in snap.windows:
+        if w.budget != job.budget and now < w.start < end:
+            end = w.start
+    if end - now < snap.policy.min_slice:
+        return None
+    return end, cost(job.total_gpus, snap.rates[snap.nodes[0].gpu_type], FULL_PRICE, end - now)
 
 
 def serving_order(jobs: list[Job]) -> list[Job]:
@@ -141,7 +163,9 @@ def funding_edges(draw: Draw) -> Case:
     whose balance lies at, one micro below or above, or half a slice past the cost of the first k of their
     guaranteed jobs in their own order; jobs of several shapes (GPUs, replicas, slice length, contract, fallback)
     per budget, some of one shape in several budgets, and sometimes a slice already running whose remaining cost
-    the budget has promised. Only money can keep a job waiting."""
+    the budget has promised; and sometimes a window of one of the budgets on the whole pool, opening soon, which
+    shortens the other budgets' slices to its start (and prices them so) or, below `min_slice`, refuses them. Only
+    money and that window can keep a job waiting."""
     now = draw(st.integers(100_000, 1_000_000))
     gpu_type = draw(st.sampled_from(GPU_TYPES))
     pol = PolicyConfig(default_headroom=0)
@@ -151,14 +175,14 @@ def funding_edges(draw: Draw) -> Case:
     shared = (draw(st.sampled_from(FUNDED_SHAPES)), draw(st.sampled_from(FUNDED_LENGTHS)))
     for name in names:
         for _ in range(draw(st.integers(1, 5))):
-            (gpus, replicas), length = (
-                shared
-                if draw(st.booleans())
-                else (
-                    draw(st.sampled_from(FUNDED_SHAPES)),
-                    draw(st.sampled_from(FUNDED_LENGTHS)),
-                )
-            )
+            (gpus, replicas), length = shared
+            roll = draw(st.integers(0, 3))  # the shared shape, or one that differs from it in one thing only
+            if roll == 1:
+                gpus, replicas = draw(st.sampled_from(NEIGHBOURS[(gpus, replicas)]))
+            elif roll == 2:
+                length = draw(st.sampled_from([n for n in FUNDED_LENGTHS if n != length]))
+            elif roll == 3:
+                (gpus, replicas), length = draw(st.sampled_from(FUNDED_SHAPES)), draw(st.sampled_from(FUNDED_LENGTHS))
             contract = ContractClass.OPPORTUNISTIC if draw(st.integers(0, 4)) == 0 else ContractClass.GUARANTEED
             job = Job(
                 f"job{len(jobs):02d}",
@@ -176,11 +200,29 @@ def funding_edges(draw: Draw) -> Case:
             per_budget.setdefault(name, []).append(job)
     size = sum(j.replicas for j in jobs)
     nodes = [Node(f"c0-n{i:02d}", "c0", gpu_type, 8, (("rack", "c0-r0"),)) for i in range(size + 1)]
-    probe = Snapshot(clusters=(), nodes=tuple(nodes), rates=dict(RATES), budgets=(), accounts={}, jobs=(), policy=pol)
+    windows: tuple[CapacityWindow, ...] = ()
+    if draw(st.booleans()):  # a window on the whole pool, opening soon: other budgets' slices end at its start
+        start = now + draw(st.sampled_from(WINDOW_STARTS))
+        windows = (
+            CapacityWindow("w0", draw(st.sampled_from(names)), "c0", gpu_type, 8 * len(nodes), start, start + 4 * HOUR),
+        )
+    probe = Snapshot(
+        clusters=(),
+        nodes=tuple(nodes),
+        rates=dict(RATES),
+        budgets=(),
+        accounts={},
+        jobs=(),
+        windows=windows,
+        policy=pol,
+    )
     accounts: dict[str, Account] = {}
     for name in names:
+        offers = [slice_offer(probe, j, now) for j in serving_order(per_budget[name])]
         prices = [
-            slice_price(probe, j) for j in serving_order(per_budget[name]) if j.contract is ContractClass.GUARANTEED
+            o[1]
+            for o, j in zip(offers, serving_order(per_budget[name]), strict=True)
+            if o is not None and j.contract is ContractClass.GUARANTEED
         ]
         k = draw(st.integers(0, len(prices)))
         edge = draw(st.sampled_from([-1, 0, 1, max(1, (prices[k - 1] if k else 1) // 2)]))
@@ -201,6 +243,7 @@ def funding_edges(draw: Draw) -> Case:
         budgets=tuple(Budget(n, None, 1000 * MICRO_PER_CREDIT) for n in names),
         accounts=accounts,
         jobs=tuple(draw(st.permutations(jobs))),
+        windows=windows,
         policy=pol,
     )
     return Case(snap, now, {})
