@@ -6,7 +6,7 @@ Promise 1 (never inside a slice) when a capacity window opens on in-slice and la
 if its budget can pay for all of it) at exactly enough money, with one budget's money not leaking into another's
 terms, and for a slice shortened to a window start; the victim choice on one node (several victims, no more than
 needed; none when free and leaving GPUs already cover the need); a window never evicting its own budget's work; a
-slice ending exactly now.
+slice ending exactly now; and the fair-share rule at exactly the share.
 """
 
 from __future__ import annotations
@@ -16,9 +16,18 @@ from dataclasses import dataclass
 
 import pytest
 
+from allotment.core.capacity import Occupant
 from allotment.core.cycle import AllotmentPolicy
 from allotment.core.decisions import Blocker, PreemptReason
-from allotment.core.model import Account, ContractClass, RunClass
+from allotment.core.model import Account, Allocation, ContractClass, Job, Run, RunClass
+from allotment.core.preemption import (
+    expired_yields_to_under_share,
+    is_opportunistic_work,
+    is_slice_expired,
+    reservation_claims,
+    session_takes,
+    victim_reason,
+)
 from tests.core.builders import HOUR, World, credits
 from tests.core.test_properties_slices import check_no_preemption_in_slice
 
@@ -86,13 +95,28 @@ def _window_takes_the_other_budgets_work_not_its_own() -> World:
 
 
 def _three_and_one_for_four() -> World:
-    # no single victim frees 4: the largest (3) and then the freshest 1-GPU job, not more
+    # no single victim frees 4: the largest (3) and then the freshest 1-GPU job (not the first by id), not more
     w = one_node("red", "blue")
     w.running("opp3", "blue", {NODE: 3}, started=0, contract=OPP)
-    w.running("opp1-old", "blue", {NODE: 1}, started=10, contract=OPP)
-    w.running("opp1-new", "blue", {NODE: 1}, started=50, contract=OPP)
+    w.running("opp1-a", "blue", {NODE: 1}, started=50, contract=OPP)
+    w.running("opp1-b", "blue", {NODE: 1}, started=10, contract=OPP)
     w.running("in-slice", "blue", {NODE: 3}, started=0, slice_end=5 * HOUR)
     return w.pending("want", "red", gpus=4, submitted_at=0)
+
+
+def _least_lost_progress_not_first_id() -> World:
+    # two victims of one size: the one that loses less work goes, whatever the order of their ids
+    w = one_node("red", "blue")
+    w.running("a-old", "blue", {NODE: 4}, started=0, contract=OPP)
+    w.running("b-fresh", "blue", {NODE: 4}, started=90, contract=OPP)
+    return w.pending("want", "red", gpus=4, submitted_at=0)
+
+
+def _least_lost_progress_across_nodes() -> World:
+    w = World().cluster("c1", nodes=2).budget("red").budget("blue")
+    w.running("a-old", "blue", {NODE: 8}, started=0, contract=OPP)
+    w.running("b-fresh", "blue", {"c1-h100-01": 8}, started=90, contract=OPP)
+    return w.pending("want", "red", gpus=8, submitted_at=0)
 
 
 def _two_twos_for_four() -> World:
@@ -149,7 +173,11 @@ PREEMPTIONS = [
     Preemptions("window-takes-others-not-its-own", _window_takes_the_other_budgets_work_not_its_own, 2 * HOUR,
                 [("blue-lapsed", PreemptReason.WINDOW)]),
     Preemptions("three-and-one-for-four", _three_and_one_for_four, 100,
-                [("opp3", PreemptReason.FOR_GUARANTEED), ("opp1-new", PreemptReason.FOR_GUARANTEED)]),
+                [("opp3", PreemptReason.FOR_GUARANTEED), ("opp1-a", PreemptReason.FOR_GUARANTEED)]),
+    Preemptions("least-lost-progress-not-first-id", _least_lost_progress_not_first_id, 100,
+                [("b-fresh", PreemptReason.FOR_GUARANTEED)]),
+    Preemptions("least-lost-progress-across-nodes", _least_lost_progress_across_nodes, 100,
+                [("b-fresh", PreemptReason.FOR_GUARANTEED)]),
     Preemptions("two-twos-for-four", _two_twos_for_four, 100,
                 [("opp2-b", PreemptReason.FOR_GUARANTEED), ("opp2-a", PreemptReason.FOR_GUARANTEED)]),
     Preemptions("one-large-victim", _one_large_victim_rather_than_several, 100,
@@ -279,3 +307,47 @@ def test_slices_at_the_edges_of_the_money(case: Funding) -> None:
     assert {s.job_id: s.slice_end for s in d.starts} == case.slices
     assert all(s.run_class is RunClass.GUARANTEED for s in d.starts)
     assert {jid: w.blocker for jid, w in d.pending.items()} == case.blocked
+
+
+def _occupant(budget: str, slice_end: int | None, now: int = 1000) -> Occupant:
+    run = Run((Allocation(NODE, (0,)),), 0, RunClass.GUARANTEED if slice_end else RunClass.OPPORTUNISTIC, slice_end)
+    preemptible = slice_end is None or slice_end <= now
+    return Occupant(Job("victim", budget, "u", 1, run=run), 1, now, preemptible, False, 0)
+
+
+@pytest.mark.parametrize(
+    ("victim_after", "preemptor_after", "taken"),
+    [
+        pytest.param(1.0, 0.5, True, id="victim-left-exactly-at-its-share"),
+        pytest.param(0.999, 0.5, False, id="victim-left-just-below-its-share"),
+        pytest.param(1.5, 1.499, True, id="preemptor-stays-just-below-the-victim"),
+        pytest.param(1.5, 1.5, False, id="preemptor-would-equal-the-victim"),
+    ],
+)
+def test_fair_share_preemption_at_exactly_the_share(victim_after: float, preemptor_after: float, taken: bool) -> None:
+    """Slice-expired work goes only if its budget stays at or above its share and the preemptor stays strictly
+    below it: at equality the victim is kept (strict progress, no loop of two budgets)."""
+    occ = _occupant("blue", 1000)
+    found = expired_yields_to_under_share(occ, 1000, "red", preemptor_after, lambda _: victim_after)
+    assert found is (PreemptReason.FAIR_SHARE if taken else None)
+
+
+@pytest.mark.parametrize(
+    ("slice_end", "expired", "opportunistic"),
+    [
+        pytest.param(999, True, False, id="ended-a-second-ago"),
+        pytest.param(1000, True, False, id="ends-exactly-now"),
+        pytest.param(1001, False, False, id="ends-in-a-second"),
+        pytest.param(None, False, True, id="no-slice"),
+    ],
+)
+def test_a_slice_ending_exactly_now_is_expired(slice_end: int | None, expired: bool, opportunistic: bool) -> None:
+    occ = _occupant("blue", slice_end)
+    assert is_slice_expired(occ.job, 1000) is expired
+    assert is_opportunistic_work(occ.job) is opportunistic
+    assert victim_reason(occ, lambda o: session_takes(o, 1000)) is (
+        PreemptReason.FOR_SESSION if expired or opportunistic else None
+    )
+    # the same budget's work is never taken for fair share, and an in-slice job by no rule at all
+    assert expired_yields_to_under_share(occ, 1000, "blue", 0.0, lambda _: 9.0) is None
+    assert (victim_reason(occ, reservation_claims) is None) is (not occ.preemptible)
