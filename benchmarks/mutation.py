@@ -94,7 +94,8 @@ class Outcome:
     mutant: str
     description: str
     status: str
-    """killed, survived, timeout (counted as killed) or invalid (not counted)."""
+    """killed, survived, timeout (counted as killed), invalid or error (not counted: the mutant does not compile,
+    or pytest could not run)."""
     seconds: float
     failed: str
     """The first failing test, when killed."""
@@ -430,16 +431,18 @@ def main() -> None:
             finally:
                 target.write_text(original)
                 _forget_bytecode(target)
-            status = "timeout" if rc is None else "survived" if rc == 0 else "killed"
+            # pytest exits 1 when a test fails and 2 when collecting fails (a mutant that breaks an import); any
+            # other status means the run itself went wrong, which says nothing about the mutant
+            status = "timeout" if rc is None else "survived" if rc == 0 else "killed" if rc in (1, 2) else "error"
             outcomes.append(Outcome(m.id, m.description, status, round(secs, 1), failed))
             if args.out is not None:  # after every mutant, so that a run stopped early keeps what it found
                 args.out.write_text(json.dumps([asdict(o) for o in outcomes], indent=1, ensure_ascii=False) + "\n")
             print(f"[{n}/{len(mutants)}] {status:8} {secs:5.0f}s {m.id:50} {m.description}  {failed}", flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    counted = [o for o in outcomes if o.status != "invalid"]
+    counted = [o for o in outcomes if o.status not in ("invalid", "error")]
     killed = sum(o.status in ("killed", "timeout") for o in counted)
-    print(f"\nkilled {killed} / {len(counted)} ({len(outcomes) - len(counted)} invalid)")
+    print(f"\nkilled {killed} / {len(counted)} ({len(outcomes) - len(counted)} invalid or not run)")
     for o in counted:
         if o.status == "survived":
             print(f"  survived: {o.mutant:50} {o.description}")

@@ -19,7 +19,7 @@ import pytest
 from allotment.core.capacity import Occupant
 from allotment.core.cycle import AllotmentPolicy
 from allotment.core.decisions import Blocker, PreemptReason
-from allotment.core.model import Account, Allocation, ContractClass, Job, Run, RunClass
+from allotment.core.model import Account, Allocation, ContractClass, Job, JobKind, Run, RunClass
 from allotment.core.preemption import (
     expired_yields_to_under_share,
     is_opportunistic_work,
@@ -112,6 +112,14 @@ def _least_lost_progress_not_first_id() -> World:
     return w.pending("want", "red", gpus=4, submitted_at=0)
 
 
+def _started_a_second_ago_or_now() -> World:
+    # one second of lost work is still more than none
+    w = one_node("red", "blue")
+    w.running("a-second-ago", "blue", {NODE: 4}, started=99, contract=OPP)
+    w.running("b-now", "blue", {NODE: 4}, started=100, contract=OPP)
+    return w.pending("want", "red", gpus=4, submitted_at=0)
+
+
 def _least_lost_progress_across_nodes() -> World:
     w = World().cluster("c1", nodes=2).budget("red").budget("blue")
     w.running("a-old", "blue", {NODE: 8}, started=0, contract=OPP)
@@ -140,6 +148,17 @@ def _free_and_leaving_exactly_cover_the_need() -> World:
     w = one_node("red", "blue")
     w.running("leaving", "blue", {NODE: 2}, started=0, contract=OPP, leaving_until=130)
     w.running("opp", "blue", {NODE: 4}, started=90, contract=OPP)
+    return w.pending("want", "red", gpus=4, submitted_at=0)
+
+
+def _leaving_elsewhere_beats_a_fresh_victim() -> World:
+    # node 0: 3 free and 1 leaving in 10 minutes; node 1: 3 free and a 1-GPU job started now, no grace. Waiting
+    # for node 0 costs nobody anything: no preemption, even though node 1 could be ready sooner
+    w = World().cluster("c1", nodes=2).budget("red").budget("blue")
+    w.running("fill-0", "blue", {NODE: 4}, started=0, slice_end=5 * HOUR)
+    w.running("leaving", "blue", {NODE: 1}, started=0, contract=OPP, leaving_until=700)
+    w.running("fill-1", "blue", {"c1-h100-01": 4}, started=0, slice_end=5 * HOUR)
+    w.running("fresh", "blue", {"c1-h100-01": 1}, started=100, contract=OPP, grace=0)
     return w.pending("want", "red", gpus=4, submitted_at=0)
 
 
@@ -176,6 +195,8 @@ PREEMPTIONS = [
                 [("opp3", PreemptReason.FOR_GUARANTEED), ("opp1-a", PreemptReason.FOR_GUARANTEED)]),
     Preemptions("least-lost-progress-not-first-id", _least_lost_progress_not_first_id, 100,
                 [("b-fresh", PreemptReason.FOR_GUARANTEED)]),
+    Preemptions("started-a-second-ago-or-now", _started_a_second_ago_or_now, 100,
+                [("b-now", PreemptReason.FOR_GUARANTEED)]),
     Preemptions("least-lost-progress-across-nodes", _least_lost_progress_across_nodes, 100,
                 [("b-fresh", PreemptReason.FOR_GUARANTEED)]),
     Preemptions("two-twos-for-four", _two_twos_for_four, 100,
@@ -183,6 +204,7 @@ PREEMPTIONS = [
     Preemptions("one-large-victim", _one_large_victim_rather_than_several, 100,
                 [("opp5", PreemptReason.FOR_GUARANTEED)]),
     Preemptions("free-and-leaving-cover-the-need", _free_and_leaving_exactly_cover_the_need, 100, []),
+    Preemptions("leaving-elsewhere-beats-a-fresh-victim", _leaving_elsewhere_beats_a_fresh_victim, 100, []),
     Preemptions("free-and-leaving-one-short", _free_and_leaving_one_short, 100,
                 [("opp", PreemptReason.FOR_GUARANTEED)]),
     Preemptions("slice-ends-exactly-now", _lapsed_at_exactly_its_slice_end, HOUR,
@@ -197,6 +219,18 @@ def test_preemptions_at_the_edges(case: Preemptions) -> None:
     d = decide(snap, case.now)
     check_no_preemption_in_slice(snap, case.now, d)
     assert sorted((p.job_id, p.reason) for p in d.preempts) == sorted(case.victims)
+
+
+def test_gpus_being_freed_are_ready_when_the_last_of_them_leaves() -> None:
+    """Free and leaving GPUs cover the need: nobody is preempted, and the job's start is planned for when the last
+    leaving job's notice ends."""
+    w = one_node("red", "blue")
+    w.running("leaving-early", "blue", {NODE: 1}, started=0, contract=OPP, leaving_until=130)
+    w.running("leaving-late", "blue", {NODE: 1}, started=0, contract=OPP, leaving_until=400)
+    w.running("in-slice", "blue", {NODE: 6}, started=0, slice_end=5 * HOUR)
+    d = decide(w.pending("want", "red", gpus=2, submitted_at=0).snapshot(), 100)
+    assert d.preempts == ()
+    assert [(r.job_id, r.planned_start) for r in d.reserves] == [("want", 400)]
 
 
 @dataclass(frozen=True)
@@ -276,9 +310,37 @@ def _shortened_to_a_window_start(balance: float, start: int) -> Callable[[], Wor
     return world
 
 
+def _exactly_enough_but_no_room() -> World:
+    # the node is held inside a slice: the job waits for GPUs, not for money
+    w = one_node("red", "blue")
+    w.accounts["red"] = Account(ONE_SLICE, 0.0)
+    w.running("in-slice", "blue", {NODE: 8}, started=0, slice_end=5 * HOUR)
+    return w.pending("a", "red", gpus=1, slice_seconds=HOUR, submitted_at=0)
+
+
+def _a_session_and_a_batch_job_of_one_size() -> World:
+    # a 10-minute session costs 1/6 credit; a batch job asking for 10 minutes gets min_slice (30 minutes), 1/2
+    # credit: with 2/6 credit the session starts and the batch job cannot be funded
+    w = one_node("red")
+    w.accounts["red"] = Account(2 * ONE_SLICE // 6, 0.0)
+    w.session("s", "red", gpus=1, length=600, submitted_at=0)
+    return w.pending("a", "red", gpus=1, slice_seconds=600, submitted_at=1)
+
+
+def _a_session_and_a_batch_slice_of_one_length() -> World:
+    w = one_node("red")
+    w.session("s", "red", gpus=1, length=1800, submitted_at=0)
+    return w.pending("a", "red", gpus=1, slice_seconds=1800, submitted_at=1)
+
+
 FUNDING = [
     Funding("exactly-enough", _balance(ONE_SLICE), 100, {"a": 100 + HOUR}, {}),
     Funding("one-micro-short", _balance(ONE_SLICE - 1), 100, {}, {"a": Blocker.FUNDS}),
+    Funding("exactly-enough-but-no-room", _exactly_enough_but_no_room, 100, {}, {"a": Blocker.CAPACITY}),
+    Funding("a-session-and-a-batch-job-of-one-size", _a_session_and_a_batch_job_of_one_size, 100, {"s": 700},
+            {"a": Blocker.FUNDS}),
+    Funding("a-session-and-a-batch-slice-of-one-length", _a_session_and_a_batch_slice_of_one_length, 100,
+            {"s": 1900, "a": 1900}, {}),
     Funding("one-and-a-half-credits-two-slices", _one_and_a_half_credits_for_two_jobs, 100, {"a": 100 + HOUR},
             {"b": Blocker.FUNDS}),
     Funding("two-credits-two-slices", _two_credits_for_two_jobs, 100, {"a": 100 + HOUR, "b": 100 + HOUR}, {}),
@@ -305,7 +367,11 @@ def test_slices_at_the_edges_of_the_money(case: Funding) -> None:
     snap = case.world().snapshot()
     d = decide(snap, case.now)
     assert {s.job_id: s.slice_end for s in d.starts} == case.slices
-    assert all(s.run_class is RunClass.GUARANTEED for s in d.starts)
+    jobs = {j.id: j for j in snap.jobs}
+    assert all(
+        s.run_class is (RunClass.SESSION if jobs[s.job_id].kind is JobKind.SESSION else RunClass.GUARANTEED)
+        for s in d.starts
+    )
     assert {jid: w.blocker for jid, w in d.pending.items()} == case.blocked
 
 
