@@ -333,6 +333,14 @@ def _a_session_and_a_batch_slice_of_one_length() -> World:
     return w.pending("a", "red", gpus=1, slice_seconds=1800, submitted_at=1)
 
 
+def _a_window_crowded_out_by_the_larger_job_only() -> World:
+    # win's window holds 4 of the 8 GPUs from 2 h: a 6-GPU slice must end at its start (and red cannot pay even
+    # for that: 12 credits), a 2-GPU slice fits beside it and runs its whole 4 hours (8 credits, all red has)
+    w = one_node("red", "win", red=8).window("w1", "win", "c1", gpus=4, start=100 + 2 * HOUR, end=100 + 10 * HOUR)
+    w.pending("big", "red", gpus=6, slice_seconds=4 * HOUR, submitted_at=0, priority=1)
+    return w.pending("small", "red", gpus=2, slice_seconds=4 * HOUR, submitted_at=0)
+
+
 FUNDING = [
     Funding("exactly-enough", _balance(ONE_SLICE), 100, {"a": 100 + HOUR}, {}),
     Funding("one-micro-short", _balance(ONE_SLICE - 1), 100, {}, {"a": Blocker.FUNDS}),
@@ -341,6 +349,8 @@ FUNDING = [
             {"a": Blocker.FUNDS}),
     Funding("a-session-and-a-batch-slice-of-one-length", _a_session_and_a_batch_slice_of_one_length, 100,
             {"s": 1900, "a": 1900}, {}),
+    Funding("window-crowded-out-by-the-larger-job-only", _a_window_crowded_out_by_the_larger_job_only, 100,
+            {"small": 100 + 4 * HOUR}, {"big": Blocker.FUNDS}),
     Funding("one-and-a-half-credits-two-slices", _one_and_a_half_credits_for_two_jobs, 100, {"a": 100 + HOUR},
             {"b": Blocker.FUNDS}),
     Funding("two-credits-two-slices", _two_credits_for_two_jobs, 100, {"a": 100 + HOUR, "b": 100 + HOUR}, {}),
