@@ -427,3 +427,16 @@ def test_a_slice_ending_exactly_now_is_expired(slice_end: int | None, expired: b
     # the same budget's work is never taken for fair share, and an in-slice job by no rule at all
     assert expired_yields_to_under_share(occ, 1000, "blue", 0.0, lambda _: 9.0) is None
     assert (victim_reason(occ, reservation_claims) is None) is (not occ.preemptible)
+
+
+def test_work_on_a_node_gone_from_the_fleet_ends_refunded() -> None:
+    """Promise 1's exception: a node failure ends a slice early, refunded — also when the node has vanished from the
+    fleet altogether (its GPUs are counted nowhere)."""
+    w = one_node("red", "blue")
+    w.running("on-gone", "blue", {"gone-node": 4}, started=0, slice_end=5 * HOUR)
+    w.running("here", "blue", {NODE: 4}, started=0, slice_end=5 * HOUR)
+    snap = w.pending("want", "red", gpus=4, submitted_at=0).snapshot()
+    d = decide(snap, 100)
+    check_no_preemption_in_slice(snap, 100, d)
+    assert [(p.job_id, p.reason, p.refund) for p in d.preempts] == [("on-gone", PreemptReason.NODE_DOWN, True)]
+    assert [(s.job_id, s.placement[0].node) for s in d.starts] == [("want", NODE)]
