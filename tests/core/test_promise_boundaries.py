@@ -440,3 +440,13 @@ def test_work_on_a_node_gone_from_the_fleet_ends_refunded() -> None:
     check_no_preemption_in_slice(snap, 100, d)
     assert [(p.job_id, p.reason, p.refund) for p in d.preempts] == [("on-gone", PreemptReason.NODE_DOWN, True)]
     assert [(s.job_id, s.placement[0].node) for s in d.starts] == [("want", NODE)]
+
+
+@pytest.mark.parametrize("free_nodes", [2, 3], ids=["exactly-two-free-nodes", "three-free-nodes"])
+def test_a_gang_starts_on_exactly_as_many_free_nodes_as_it_needs(free_nodes: int) -> None:
+    """Promises 5 and 7: a 2×8 gang with exactly two wholly free nodes is not left waiting."""
+    w = World().cluster("c1", nodes=free_nodes + 1).budget("red").budget("blue")
+    w.running("busy", "blue", {NODE: 1}, started=0, slice_end=5 * HOUR)
+    d = decide(w.pending("gang", "red", gpus=8, replicas=2, submitted_at=0).snapshot(), 100)
+    (start,) = d.starts
+    assert start.job_id == "gang" and len(start.placement) == 2 and NODE not in {a.node for a in start.placement}
