@@ -1,0 +1,180 @@
+"""The promises where the cycle's own earlier decisions matter (issue 19): cases the mutation run's last survivors
+showed no test for. Each table row is a small world built with tests/core/builders.py and the one decision the
+promises allow on it.
+
+Money spent earlier in the same cycle (promise 2: a slice only if its budget can pay for all of it); a job passed
+over on the fast path with exactly a slice's money (its wait reason, promise 10); the victims of a gang chosen across
+pools by fewest GPUs, then least lost progress, with victim-free nodes costing nothing; a slice on one of two pools
+whose windows start at different times (never running into the window of its own pool); a planned start behind
+slice-expired work, which waits out that work's notice; and the session room a second plan must leave after a
+carried reservation was taken up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+
+from allotment.core.decisions import Blocker, PreemptReason
+from allotment.core.model import Account, Reservation, ReservationKind
+from tests.core.builders import HOUR, World
+from tests.core.test_promise_boundaries import (
+    NODE,
+    ONE_SLICE,
+    OPP,
+    Funding,
+    Preemptions,
+    decide,
+    one_node,
+)
+from tests.core.test_promise_boundaries import test_preemptions_at_the_edges as check_preemptions
+from tests.core.test_promise_boundaries import test_slices_at_the_edges_of_the_money as check_slices
+
+CHEAP = "T4"
+CHEAP_RATE = 2
+"""Micro-credits per GPU-hour: a 1-GPU slice of half an hour (min_slice) costs exactly 1 micro-credit."""
+
+
+def _gang_across_pools(whole_node_started: int) -> Callable[[], World]:
+    """A 3×8 gang at t=5000 on one of two 3-node clusters. c1: two free nodes and one 8-GPU job (8 GPUs to take);
+    c2: a 4-, a 2- and a 2-GPU job on three nodes (8 GPUs too), losing 1000 + 900 + 800 = 2700 s of work. Equal GPUs:
+    the pool whose victims lose less goes, and c1's free nodes add nothing to its cost."""
+
+    def world() -> World:
+        w = World().cluster("c1", nodes=3).cluster("c2", nodes=3).budget("red").budget("blue")
+        w.running("c1-whole", "blue", {"c1-h100-02": 8}, started=whole_node_started, contract=OPP)
+        w.running("c2-four", "blue", {"c2-h100-00": 4}, started=4000, contract=OPP)
+        w.running("c2-two-a", "blue", {"c2-h100-01": 2}, started=4100, contract=OPP)
+        w.running("c2-two-b", "blue", {"c2-h100-02": 2}, started=4200, contract=OPP)
+        return w.pending("gang", "red", gpus=8, replicas=3, submitted_at=0)
+
+    return world
+
+
+C2_VICTIMS = [(j, PreemptReason.FOR_GUARANTEED) for j in ("c2-four", "c2-two-a", "c2-two-b")]
+
+PREEMPTIONS = [
+    Preemptions("gang-free-nodes-cost-nothing-more-lost", _gang_across_pools(5000 - 2701), 5000, C2_VICTIMS),
+    Preemptions("gang-free-nodes-cost-nothing-less-lost", _gang_across_pools(5000 - 2699), 5000,
+                [("c1-whole", PreemptReason.FOR_GUARANTEED)]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", PREEMPTIONS, ids=str)
+def test_gang_victims_across_pools(case: Preemptions) -> None:
+    check_preemptions(case)
+
+
+def _passed_over_with_exactly_a_slices_money() -> World:
+    # the node is held inside a slice; red's first job tries preemption and planning, so its second one (2 GPUs,
+    # 2 credits: all red has) is passed over on the fast path — it waits for GPUs, not for money
+    w = one_node("red", "blue", red=2)
+    w.running("in-slice", "blue", {NODE: 8}, started=0, slice_end=5 * HOUR)
+    w.pending("first", "red", gpus=1, slice_seconds=HOUR, submitted_at=0)
+    return w.pending("second", "red", gpus=2, slice_seconds=HOUR, submitted_at=1)
+
+
+def _one_micro_spent_earlier_in_the_cycle() -> World:
+    # red has exactly one 1-GPU H100 slice's money. Its first job is funded but cannot start (c1's free GPUs are all
+    # session headroom); its tiny job then starts on c0 for 1 micro-credit; its last job, of the first one's shape,
+    # is now one micro short
+    w = World().cluster("c1", nodes=1).cluster("c0", nodes=1, gpu_type=CHEAP).policy(headroom={"c1": 8})
+    w.rates[CHEAP] = CHEAP_RATE
+    w.budget("red")
+    w.accounts["red"] = Account(ONE_SLICE, 0.0)
+    w.pending("first", "red", gpus=1, slice_seconds=HOUR, submitted_at=0, priority=2, gpu_types=("H100",))
+    w.pending("tiny", "red", gpus=1, slice_seconds=1800, submitted_at=0, priority=1, gpu_types=(CHEAP,))
+    return w.pending("last", "red", gpus=1, slice_seconds=HOUR, submitted_at=0, gpu_types=("H100",))
+
+
+FUNDING = [
+    Funding("passed-over-with-exactly-a-slices-money", _passed_over_with_exactly_a_slices_money, 100, {},
+            {"first": Blocker.CAPACITY, "second": Blocker.CAPACITY}),
+    Funding("one-micro-spent-earlier-in-the-cycle", _one_micro_spent_earlier_in_the_cycle, 100, {"tiny": 100 + 1800},
+            {"first": Blocker.HEADROOM, "last": Blocker.FUNDS}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", FUNDING, ids=str)
+def test_money_spent_or_passed_over_in_the_cycle(case: Funding) -> None:
+    check_slices(case)
+
+
+@dataclass(frozen=True)
+class TwoWindows:
+    """Another budget's windows take all of c1 from `c1_from` and all of c2 from `c2_from`; red asks for 4 hours.
+    One window starts too soon for a minimum slice: red gets the other pool, its slice ending at that pool's
+    window."""
+
+    name: str
+    c1_from: int
+    c2_from: int
+    cluster: str
+    slice_end: int
+
+    def __str__(self) -> str:
+        return self.name
+
+
+TWO_WINDOWS = [
+    TwoWindows("c1-window-too-soon", 100 + 1000, 100 + 2 * HOUR, "c2", 100 + 2 * HOUR),
+    TwoWindows("c2-window-too-soon", 100 + 2 * HOUR, 100 + 1000, "c1", 100 + 2 * HOUR),
+]
+
+
+@pytest.mark.parametrize("case", TWO_WINDOWS, ids=str)
+def test_a_slice_never_runs_into_its_own_pools_window(case: TwoWindows) -> None:
+    w = World().cluster("c1", nodes=1).cluster("c2", nodes=1).budget("red").budget("win")
+    w.window("w1", "win", "c1", gpus=8, start=case.c1_from, end=case.c1_from + 10 * HOUR)
+    w.window("w2", "win", "c2", gpus=8, start=case.c2_from, end=case.c2_from + 10 * HOUR)
+    snap = w.pending("a", "red", gpus=1, slice_seconds=4 * HOUR, submitted_at=0).snapshot()
+    cluster_of = {n.name: n.cluster for n in snap.nodes}
+    (start,) = decide(snap, 100).starts
+    assert (start.job_id, start.slice_end) == ("a", case.slice_end)
+    assert [cluster_of[a.node] for a in start.placement] == [case.cluster]
+
+
+@pytest.mark.parametrize("grace", [0, 600], ids=["no-grace", "ten-minutes-grace"])
+def test_a_planned_start_behind_slice_expired_work_waits_out_its_notice(grace: int) -> None:
+    """Blue's job ended its slice 2 h ago and cannot renew (no money); red's job has waited past starvation_after,
+    so the work gives way to red's planned start: it is told to leave now, and the start is planned for when its
+    notice ends — now plus its grace, not its old slice end plus grace."""
+    now = 3 * HOUR
+    w = one_node("red", "blue", blue=0).policy(starvation_after=HOUR)
+    w.running("expired", "blue", {NODE: 8}, started=0, slice_end=HOUR, grace=grace)
+    d = decide(w.pending("want", "red", gpus=8, submitted_at=0).snapshot(), now)
+    assert [(p.job_id, p.reason, p.grace) for p in d.preempts] == [("expired", PreemptReason.RESERVATION, grace)]
+    assert [(r.job_id, r.planned_start) for r in d.reserves] == [("want", now + grace)]
+
+
+def test_a_second_plan_leaves_the_session_room_after_a_carried_one_started() -> None:
+    """Rule `plans-leave-session-room` on a 2-node cluster with 8 GPUs of headroom: red's carried reservation on
+    node 0 is taken up (red starts there), blue then gets the cluster's first new plan, and yellow none — the one
+    unclaimed node left is the session room."""
+    now = 2 * HOUR
+    w = World().cluster("c1", nodes=2).policy(headroom={"c1": 8}, starvation_after=HOUR)
+    for b in ("red", "green", "blue", "yellow"):
+        w.budget(b)
+    w.pending("held", "red", gpus=8, submitted_at=0)
+    w.reserve(Reservation("held", ((NODE, 8),), now, ReservationKind.PLANNED, since=0))
+    w.running("green-slice", "green", {"c1-h100-01": 8}, started=0, slice_end=3 * HOUR)
+    w.pending("blue-job", "blue", gpus=8, submitted_at=0)
+    d = decide(w.pending("yellow-job", "yellow", gpus=8, submitted_at=1).snapshot(), now)
+    assert [(s.job_id, s.slice_end) for s in d.starts] == [("held", now + HOUR)]
+    assert [r.job_id for r in d.reserves] == ["blue-job"]
+    assert d.pending["yellow-job"].blocker is Blocker.CAPACITY
+
+
+def test_a_planned_start_counts_slice_expired_work_as_leaving_only_after_its_notice() -> None:
+    """Blue's 4-GPU job ended its slice 2 h ago, with 10 minutes' grace; green's 4-GPU slice ends in 5 minutes. Red
+    (waiting past starvation_after) needs 4 GPUs: green's slice end comes first, so red's start is planned for it
+    and nobody is told to leave — the expired job could be gone only 10 minutes from now, not at once."""
+    now = 3 * HOUR
+    w = one_node("red", "blue", "green", blue=0).policy(starvation_after=HOUR)
+    w.running("expired", "blue", {NODE: 4}, started=0, slice_end=HOUR, grace=600)
+    w.running("ending", "green", {NODE: 4}, started=0, slice_end=now + 300, grace=0)
+    d = decide(w.pending("want", "red", gpus=4, submitted_at=0).snapshot(), now)
+    assert d.preempts == ()
+    assert [(r.job_id, r.planned_start) for r in d.reserves] == [("want", now + 300)]
