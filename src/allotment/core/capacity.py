@@ -160,7 +160,6 @@ class Capacity:
         for pool, idxs in self.pools.items():
             self.pool_capacity[pool] = sum(self.nodes[i].node.gpus for i in idxs if self._usable(self.nodes[i]))
         self.quick_free: dict[str, int] = {}
-        self.free_by_cluster: dict[str, int] = {}
         self.unclaimed: dict[str, int] = {}
         """Per cluster, the GPUs of accepting nodes that no reservation claims (rule `plans-leave-session-room`)."""
         self.claimed_nodes: dict[str, int] = {}
@@ -211,7 +210,6 @@ class Capacity:
                     buckets[len(slot.free)].append(i)
                     c = slot.node.cluster
                     self.quick_free[c] = self.quick_free.get(c, 0) + len(slot.free)
-                    self.free_by_cluster[c] = self.free_by_cluster.get(c, 0) + len(slot.free)
             self.buckets[pool] = buckets
         self._top_free: dict[Pool, int] = {pool: self._scan_top(pool) for pool in self.buckets}
         # reach buckets: pool → list indexed by reach (capped at the pool's node size) → accepting node indices
@@ -329,7 +327,6 @@ class Capacity:
             self._top_free[slot.pool] = self._scan_top(slot.pool)
         self._changed(slot, -gpus, 0)
         c = slot.node.cluster
-        self.free_by_cluster[c] -= gpus
         if not quick:
             self.quick_free[c] -= gpus
         return taken

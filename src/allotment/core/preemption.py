@@ -121,7 +121,9 @@ def fewest_victims(
     eligible: list[tuple[Occupant, PreemptReason]], deficit: int, now: Seconds
 ) -> list[tuple[Occupant, PreemptReason]]:
     """The victims among `eligible` (which free at least `deficit` GPUs together) to take: one large enough if any
-    (the smallest, then the freshest), else the largest first, dropping any the others already cover."""
+    (the smallest, then the freshest), else the largest first (then the freshest) until they cover the deficit. None
+    of those could be spared: the prefix less its last is short of the deficit, and each is at least as large as the
+    last."""
     singles = sorted((o for o in eligible if o[0].gpus >= deficit), key=lambda o: _victim_key(o[0], now))
     if singles:
         return [singles[0]]
@@ -132,10 +134,6 @@ def fewest_victims(
         got += cand[0].gpus
         if got >= deficit:
             break
-    for cand in sorted(chosen, key=lambda o: -o[0].gpus):
-        if got - cand[0].gpus >= deficit:
-            chosen.remove(cand)
-            got -= cand[0].gpus
     return chosen
 
 
