@@ -3,11 +3,12 @@ showed no test for. Each table row is a small world built with tests/core/builde
 promises allow on it.
 
 Money spent earlier in the same cycle (promise 2: a slice only if its budget can pay for all of it); a job passed
-over on the fast path with exactly a slice's money (its wait reason, promise 10); the victims of a gang chosen across
-pools by fewest GPUs, then least lost progress, with victim-free nodes costing nothing; a slice on one of two pools
-whose windows start at different times (never running into the window of its own pool); a planned start behind
-slice-expired work, which waits out that work's notice; and the session room a second plan must leave after a
-carried reservation was taken up.
+over on the fast path with exactly a slice's money, and jobs of one shape passed over while a later start fills their
+budget's GPU limit (their wait reasons, promise 10); the victims of a gang chosen across pools by fewest GPUs, then
+least lost progress, with victim-free nodes costing nothing; a slice on one of two pools whose windows start at
+different times (never running into the window of its own pool); a planned start behind slice-expired work, which
+counts it as leaving only once its notice would end; and the session room a second plan must leave after a carried
+reservation was taken up.
 """
 
 from __future__ import annotations
@@ -89,16 +90,31 @@ def _one_micro_spent_earlier_in_the_cycle() -> World:
     return w.pending("last", "red", gpus=1, slice_seconds=HOUR, submitted_at=0, gpu_types=("H100",))
 
 
+def _limit_reached_later_in_the_cycle() -> World:
+    # red may hold 16 GPUs. Its whole-node job gets the planned start; its two 2×8 gangs are passed over (no two
+    # whole nodes free); its 4-GPU job then starts. Holding 4, red has no room under its limit for either gang: both
+    # wait for the limit, alike
+    w = World().cluster("c1", nodes=2).budget("red", max_gpus=16).budget("blue")
+    w.running("blue-0", "blue", {"c1-h100-00": 4}, started=0, slice_end=5 * HOUR)
+    w.running("blue-1", "blue", {"c1-h100-01": 4}, started=0, slice_end=5 * HOUR)
+    w.pending("whole-node", "red", gpus=8, submitted_at=0, priority=3)
+    w.pending("gang-a", "red", gpus=8, replicas=2, submitted_at=0, priority=2)
+    w.pending("gang-b", "red", gpus=8, replicas=2, submitted_at=0, priority=1)
+    return w.pending("half-node", "red", gpus=4, submitted_at=0)
+
+
 FUNDING = [
     Funding("passed-over-with-exactly-a-slices-money", _passed_over_with_exactly_a_slices_money, 100, {},
             {"first": Blocker.CAPACITY, "second": Blocker.CAPACITY}),
     Funding("one-micro-spent-earlier-in-the-cycle", _one_micro_spent_earlier_in_the_cycle, 100, {"tiny": 100 + 1800},
             {"first": Blocker.HEADROOM, "last": Blocker.FUNDS}),
+    Funding("limit-reached-later-in-the-cycle", _limit_reached_later_in_the_cycle, 100, {"half-node": 100 + HOUR},
+            {"whole-node": Blocker.CAPACITY, "gang-a": Blocker.LIMIT, "gang-b": Blocker.LIMIT}),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("case", FUNDING, ids=str)
-def test_money_spent_or_passed_over_in_the_cycle(case: Funding) -> None:
+def test_slices_and_blockers_after_earlier_decisions_in_the_cycle(case: Funding) -> None:
     check_slices(case)
 
 
