@@ -6,9 +6,10 @@ Money spent earlier in the same cycle (promise 2: a slice only if its budget can
 over on the fast path with exactly a slice's money, and jobs of one shape passed over while a later start fills their
 budget's GPU limit (their wait reasons, promise 10); the victims of a gang chosen across pools by fewest GPUs, then
 least lost progress, with victim-free nodes costing nothing; a slice on one of two pools whose windows start at
-different times (never running into the window of its own pool); a planned start behind slice-expired work, which
-counts it as leaving only once its notice would end; and the session room a second plan must leave after a carried
-reservation was taken up.
+different times (never running into the window of its own pool), two budgets' windows on one pool, and a session
+and a batch job before one window; jobs of one slice length on two GPU types; a planned start behind slice-expired
+work, which counts it as leaving only once its notice would end; and the session room a second plan must leave after
+a carried reservation was taken up.
 """
 
 from __future__ import annotations
@@ -103,6 +104,30 @@ def _limit_reached_later_in_the_cycle() -> World:
     return w.pending("half-node", "red", gpus=4, submitted_at=0)
 
 
+def _two_window_owners_on_one_pool(soon: str, later: str) -> Callable[[], World]:
+    """Two budgets each own a 4-GPU window on one 8-GPU node, `soon`'s from 1000 s on, `later`'s from 2 h on; each
+    asks for 6 GPUs for 4 hours. A budget's own window never constrains it, the other's does: `soon`'s job gets a
+    slice ending at `later`'s window, `later`'s job none (the other window leaves 4 GPUs in 1000 s, less than
+    min_slice)."""
+
+    def world() -> World:
+        w = World().cluster("c1", nodes=1).budget(soon).budget(later)
+        w.window("w-soon", soon, "c1", gpus=4, start=100 + 1000, end=100 + 10 * HOUR)
+        w.window("w-later", later, "c1", gpus=4, start=100 + 2 * HOUR, end=100 + 10 * HOUR)
+        w.pending("soon-job", soon, gpus=6, slice_seconds=4 * HOUR, submitted_at=0)
+        return w.pending("later-job", later, gpus=6, slice_seconds=4 * HOUR, submitted_at=0)
+
+    return world
+
+
+def _a_session_and_a_batch_job_before_a_window() -> World:
+    # another budget's window takes the node in an hour: the batch slice is shortened to it, the session (never
+    # shortened) cannot start
+    w = one_node("red", "win").window("w1", "win", "c1", gpus=8, start=100 + HOUR, end=100 + 10 * HOUR)
+    w.session("s", "red", gpus=1, length=2 * HOUR, submitted_at=0)
+    return w.pending("a", "red", gpus=1, slice_seconds=2 * HOUR, submitted_at=1)
+
+
 FUNDING = [
     Funding("passed-over-with-exactly-a-slices-money", _passed_over_with_exactly_a_slices_money, 100, {},
             {"first": Blocker.CAPACITY, "second": Blocker.CAPACITY}),
@@ -110,6 +135,12 @@ FUNDING = [
             {"first": Blocker.HEADROOM, "last": Blocker.FUNDS}),
     Funding("limit-reached-later-in-the-cycle", _limit_reached_later_in_the_cycle, 100, {"half-node": 100 + HOUR},
             {"whole-node": Blocker.CAPACITY, "gang-a": Blocker.LIMIT, "gang-b": Blocker.LIMIT}),
+    Funding("two-window-owners-a-first", _two_window_owners_on_one_pool("win-a", "win-b"), 100,
+            {"soon-job": 100 + 2 * HOUR}, {"later-job": Blocker.WINDOW}),
+    Funding("two-window-owners-b-first", _two_window_owners_on_one_pool("win-b", "win-a"), 100,
+            {"soon-job": 100 + 2 * HOUR}, {"later-job": Blocker.WINDOW}),
+    Funding("a-session-and-a-batch-job-before-a-window", _a_session_and_a_batch_job_before_a_window, 100,
+            {"a": 100 + HOUR}, {"s": Blocker.WINDOW}),
 ]  # fmt: skip
 
 
@@ -194,3 +225,14 @@ def test_a_planned_start_counts_slice_expired_work_as_leaving_only_after_its_not
     d = decide(w.pending("want", "red", gpus=4, submitted_at=0).snapshot(), now)
     assert d.preempts == ()
     assert [(r.job_id, r.planned_start) for r in d.reserves] == [("want", now + 300)]
+
+
+def test_jobs_of_one_slice_length_on_different_gpu_types_keep_their_own_pools() -> None:
+    """Two jobs of one budget and one slice length, one asking for H100, the other for B200: each starts on a node
+    of the GPU type it asked for."""
+    w = World().cluster("c1", nodes=1).cluster("c2", nodes=1, gpu_type="B200").budget("red")
+    w.pending("h100", "red", gpus=1, slice_seconds=HOUR, submitted_at=0, gpu_types=("H100",))
+    snap = w.pending("b200", "red", gpus=1, slice_seconds=HOUR, submitted_at=1, gpu_types=("B200",)).snapshot()
+    type_of = {n.name: n.gpu_type for n in snap.nodes}
+    d = decide(snap, 100)
+    assert {s.job_id: [type_of[a.node] for a in s.placement] for s in d.starts} == {"h100": ["H100"], "b200": ["B200"]}
