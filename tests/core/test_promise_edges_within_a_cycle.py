@@ -3,13 +3,13 @@ showed no test for. Each table row is a small world built with tests/core/builde
 promises allow on it.
 
 Money spent earlier in the same cycle (promise 2: a slice only if its budget can pay for all of it); a job passed
-over on the fast path with exactly a slice's money, and jobs of one shape passed over while a later start fills their
-budget's GPU limit (their wait reasons, promise 10); the victims of a gang chosen across pools by fewest GPUs, then
-least lost progress, with victim-free nodes costing nothing; a slice on one of two pools whose windows start at
-different times (never running into the window of its own pool), two budgets' windows on one pool, and a session
-and a batch job before one window; jobs of one slice length on two GPU types; a planned start behind slice-expired
-work, which counts it as leaving only once its notice would end; and the session room a second plan must leave after
-a carried reservation was taken up.
+over on the fast path with exactly a slice's money, and jobs of one shape passed over while a later start fills
+their budget's GPU limit (their wait reasons, promise 10); the victims of a gang chosen across pools by fewest GPUs,
+then least lost progress, with victim-free nodes costing nothing, and no victim where a cancelled job's GPUs cover
+the need; a slice on one of two pools whose windows start at different times (never running into the window of its
+own pool), two budgets' windows on one pool, and a session and a batch job before one window; jobs of one slice
+length on two GPU types; a planned start behind slice-expired work, which counts it as leaving only once its notice
+would end; and the session room a second plan must leave after a carried reservation was taken up.
 """
 
 from __future__ import annotations
@@ -53,6 +53,23 @@ def _gang_across_pools(whole_node_started: int) -> Callable[[], World]:
         return w.pending("gang", "red", gpus=8, replicas=3, submitted_at=0)
 
     return world
+
+
+def _a_cancelled_job_frees_what_is_needed() -> World:
+    # blue's in-slice job on node 0 is cancelled (told to leave, 60 s grace); node 1 holds opportunistic work. The
+    # GPUs being freed on node 0 cover red's need: nobody else is preempted
+    w = World().cluster("c1", nodes=2).budget("red").budget("blue")
+    w.running("cancelled", "blue", {NODE: 8}, started=0, slice_end=5 * HOUR, grace=60, cancel_requested=True)
+    w.running("opp", "blue", {"c1-h100-01": 8}, started=0, contract=OPP)
+    return w.pending("want", "red", gpus=8, submitted_at=0)
+
+
+def test_no_victim_where_a_cancelled_jobs_gpus_cover_the_need() -> None:
+    """Cancelling is the owner's choice (not promise 1's concern); the GPUs it frees count as leaving: red's start is
+    reserved on them for when the cancelled job's grace ends."""
+    d = decide(_a_cancelled_job_frees_what_is_needed().snapshot(), 100)
+    assert [(p.job_id, p.reason) for p in d.preempts] == [("cancelled", PreemptReason.CANCELLED)]
+    assert [(r.job_id, r.nodes, r.planned_start) for r in d.reserves] == [("want", ((NODE, 8),), 160)]
 
 
 C2_VICTIMS = [(j, PreemptReason.FOR_GUARANTEED) for j in ("c2-four", "c2-two-a", "c2-two-b")]
