@@ -1,18 +1,23 @@
-"""The server's loop outlives what it depends on: slurmctld not answering (SlurmError from the executor) and lost
-leadership stop cycling and are retried, never end the process; the scheduler lock is released meanwhile. Runs the
-real Server on a real SQLite store with the simulated executor (our test double of the Executor port) made to
-fail its first polls as Slurm's CLI does while slurmctld restarts."""
+"""The server's loop outlives what it depends on: an executor not answering (ExecutorUnavailable from the Executor
+port, of which SlurmError while slurmctld restarts is one) and lost leadership stop cycling and are retried, never
+end the process; the scheduler lock is released meanwhile. Runs the real Server on a real SQLite store with the
+simulated executor (our test double of the Executor port) made to fail its first polls."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from allotment.core.jobstate import JobState
 from allotment.engine.server import Server
 from allotment.engine.setup import Built
 from allotment.executors.slurm.cli import SlurmError
 from allotment.ops.leader import FileLeadership
 from allotment.ops.state import PROCESS, Role
+from allotment.ports.executor import ExecutorUnavailable
 from allotment.store.db import make_engine
 from allotment.store.migrate import upgrade
 from tests.engine.rig import FailingPolls, Rig
@@ -27,11 +32,21 @@ def nudge(server: Server) -> bool:
     return True
 
 
-def test_the_loop_retries_while_slurmctld_is_away_then_schedules(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "error",
+    [
+        pytest.param(lambda: SlurmError(["squeue"], SLURMCTLD_DOWN), id="slurmctld-away"),
+        pytest.param(lambda: ExecutorUnavailable("the workload manager does not answer"), id="any-executor"),
+    ],
+)
+def test_the_loop_retries_while_the_executor_is_unavailable_then_schedules(
+    tmp_path: Path, error: Callable[[], Exception]
+) -> None:
+    """SlurmError is one ExecutorUnavailable; the server retries on the port's error, whatever the executor."""
     db = make_engine(f"sqlite:///{tmp_path / 'a.db'}")
     upgrade(db)
     rig = Rig(db)
-    flaky = FailingPolls(rig.executor, 3, lambda: SlurmError(["squeue"], SLURMCTLD_DOWN))
+    flaky = FailingPolls(rig.executor, 3, error)
     rig.engine.executor = flaky
     lock = FileLeadership(tmp_path / "a.db.leader")
     server = Server(Built(rig.engine, rig.store, rig.sessions, rig.cfg), interval=1, leadership=lock, max_backoff=0.2)
@@ -39,7 +54,7 @@ def test_the_loop_retries_while_slurmctld_is_away_then_schedules(tmp_path: Path)
     PROCESS.reset()
     server.start()
     try:
-        wait_for(lambda: rig.state("j1") == "running", 20, "the job to start once slurmctld answers")
+        wait_for(lambda: rig.state("j1") == JobState.RUNNING, 20, "the job to start once the executor answers")
         assert flaky.failures == 0 and flaky.calls.count("poll") >= 4
         assert server._thread is not None and server._thread.is_alive()
         assert PROCESS.role is Role.LEADER and PROCESS.database_errors == 3
