@@ -11,6 +11,7 @@ Must not: decide when to charge, refund or reprice (the engine's steps do), or c
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import bindparam, func, select
@@ -26,6 +27,7 @@ from allotment.ledger import run_id as make_run_id
 from allotment.ledger.tree import ancestors
 from allotment.ledger.usage import decayed
 from allotment.store.accounts import budget_tree, post_all, posting_period, rolled_up
+from allotment.store.db import in_batches
 from allotment.store.persist import persist
 from allotment.store.tables import BudgetUsageRow, JobRow, LedgerEntryRow, RunRow
 
@@ -99,17 +101,32 @@ def reprice_run(session: Session, run_id: str, at: Seconds, run_class: RunClass,
     return changes.charged
 
 
+def charged_totals(session: Session, run_ids: Iterable[str]) -> dict[str, Micro]:
+    """Everything each run's owner was charged for it (positive), for the runs that were charged at all."""
+    session.flush()  # read with Core on the session's connection: the ORM's pending changes first
+    out: dict[str, Micro] = {}
+    conn = session.connection()
+    for batch in in_batches(sorted(set(run_ids))):
+        out.update((str(run_id), -int(total or 0)) for run_id, total in conn.execute(_CHARGED, {"ids": batch}))
+    return out
+
+
 def charged_total(session: Session, run_id: str) -> Micro:
     """Everything the run's owner was charged for it (positive)."""
-    owner = session.scalar(select(JobRow.budget).join(RunRow, RunRow.job_id == JobRow.id).where(RunRow.id == run_id))
-    total = session.scalar(
-        select(func.coalesce(func.sum(LedgerEntryRow.amount_micro), 0)).where(
-            LedgerEntryRow.run_id == run_id,
-            LedgerEntryRow.kind == EntryKind.CHARGE.value,
-            LedgerEntryRow.budget == owner,
-        )
+    return charged_totals(session, [run_id]).get(run_id, 0)
+
+
+_CHARGED = (
+    select(LedgerEntryRow.run_id, func.sum(LedgerEntryRow.amount_micro))
+    .join(RunRow, RunRow.id == LedgerEntryRow.run_id)
+    .join(JobRow, JobRow.id == RunRow.job_id)
+    .where(
+        LedgerEntryRow.run_id.in_(bindparam("ids", expanding=True)),
+        LedgerEntryRow.kind == EntryKind.CHARGE.value,
+        LedgerEntryRow.budget == JobRow.budget,
     )
-    return -int(total or 0)
+    .group_by(LedgerEntryRow.run_id)
+)
 
 
 def refund_run(session: Session, run_id: str, at: Seconds, reason: str) -> Micro:

@@ -23,16 +23,15 @@ from allotment.changes.records import Accounting, ChangeSet, JobFacts, OpenRun, 
 from allotment.changes.steps import ReasonValues
 from allotment.core.jobstate import JobState
 from allotment.core.model import Micro, PolicyConfig, Seconds, Snapshot
-from allotment.ledger.entries import EntryKind
 from allotment.ledger.periods import Period
 from allotment.ports.store import CycleReport, Intent
 from allotment.store.accounts import open_period
 from allotment.store.db import in_batches, reading
-from allotment.store.metering import METER_COLUMNS, open_run_of
+from allotment.store.metering import METER_COLUMNS, charged_totals, open_run_of
 from allotment.store.persist import persist
 from allotment.store.records import get_state
 from allotment.store.snapshot import SnapshotCache, load_snapshot
-from allotment.store.tables import BudgetUsageRow, IntentRow, JobRow, LedgerEntryRow, PeriodRow, RunRow
+from allotment.store.tables import BudgetUsageRow, IntentRow, JobRow, PeriodRow, RunRow
 
 __all__ = ["Accounting", "SqlCycle", "SqlSchedulingStore", "intent_of"]
 
@@ -169,11 +168,7 @@ class SqlCycle:
         return found
 
     def charged(self, run_ids: Iterable[str]) -> dict[str, Micro]:
-        out: dict[str, Micro] = {}
-        conn = self.session.connection()
-        for batch in in_batches(sorted(set(run_ids))):
-            out.update((str(run_id), -int(total or 0)) for run_id, total in conn.execute(_CHARGED, {"ids": batch}))
-        return out
+        return charged_totals(self.session, run_ids)
 
     def persist(self, changes: ChangeSet) -> None:
         persist(self.session, changes, self.now)
@@ -220,17 +215,6 @@ _CANCELLED_PENDING = (
     select(*_FACT_COLUMNS)
     .where(JobRow.cancel_requested_at.is_not(None), JobRow.state == JobState.PENDING.value)
     .order_by(JobRow.id)
-)
-_CHARGED = (
-    select(LedgerEntryRow.run_id, func.sum(LedgerEntryRow.amount_micro))
-    .join(RunRow, RunRow.id == LedgerEntryRow.run_id)
-    .join(JobRow, JobRow.id == RunRow.job_id)
-    .where(
-        LedgerEntryRow.run_id.in_(bindparam("ids", expanding=True)),
-        LedgerEntryRow.kind == EntryKind.CHARGE.value,
-        LedgerEntryRow.budget == JobRow.budget,
-    )
-    .group_by(LedgerEntryRow.run_id)
 )
 _USAGE_ROWS = select(BudgetUsageRow.budget, BudgetUsageRow.usage, BudgetUsageRow.as_of)
 _UNDELIVERED = select(IntentRow).where(IntentRow.delivered_at.is_(None)).order_by(IntentRow.id)
