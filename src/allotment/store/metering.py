@@ -20,9 +20,9 @@ from sqlalchemy.orm import Session
 from allotment.changes.decisions import repriced
 from allotment.changes.events import refunded
 from allotment.changes.records import ChangeSet, OpenRun
-from allotment.changes.steps import charges
+from allotment.changes.steps import charges, decay_usage
 from allotment.core.model import Micro, RunClass, Seconds
-from allotment.ledger import Burn, EntryKind, burn, usage_after
+from allotment.ledger import Burn, EntryKind, burn
 from allotment.ledger import run_id as make_run_id
 from allotment.ledger.tree import ancestors
 from allotment.ledger.usage import decayed
@@ -165,16 +165,21 @@ def budget_burn(session: Session, budget: str, now: Seconds, window: Seconds) ->
 
 def add_usage(session: Session, budget: str, now: Seconds, rate: Micro, half_life: Seconds) -> float:
     """Advance `budget`'s decayed usage to `now`, adding a holding of `rate` credit-microunits per hour at
-    full price since its last update (the first update only starts the clock). Returns the new usage."""
-    row = session.get(BudgetUsageRow, budget, with_for_update=True, populate_existing=True)
-    if row is None:
-        row = BudgetUsageRow(budget=budget, usage=0.0, as_of=now)
-        session.add(row)
-    elif now > row.as_of:
-        row.usage = usage_after(row.usage, row.as_of, now, half_life, rate)
-        row.as_of = now
+    full price since its last update (the first update only starts the clock), by the engine's usage-decay rule
+    (changes.steps.decay_usage). Returns the new usage."""
     session.flush()
-    return row.usage
+    row = session.connection().execute(_USAGE_OF, {"budget": budget}).first()
+    recorded = {} if row is None else {budget: (float(row[0]), int(row[1]))}
+    decayed_now = decay_usage(recorded, {budget: rate}, None, now, half_life)
+    persist(session, ChangeSet(usage=decayed_now.usage), now)
+    return decayed_now.usage[0].usage if decayed_now.usage else recorded[budget][0]
+
+
+_USAGE_OF = (
+    select(BudgetUsageRow.usage, BudgetUsageRow.as_of)
+    .where(BudgetUsageRow.budget == bindparam("budget"))
+    .with_for_update()
+)
 
 
 def usages(session: Session, now: Seconds, half_life: Seconds) -> dict[str, float]:
