@@ -11,13 +11,14 @@ period is at least a week long.
 from __future__ import annotations
 
 import calendar
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
-from allotment.core.model import Micro, Seconds
+from allotment.core.model import Budget, Micro, Seconds
 from allotment.ledger.entries import Entry, EntryKind, alloc_key, carry_key
+from allotment.ledger.tree import leaves
 
 WEEK: Seconds = 7 * 24 * 3600
 
@@ -149,3 +150,13 @@ def opening_entries(
                 )
             )
     return entries
+
+
+def period_opening(
+    period: Period, tree: Iterable[Budget], closing: Mapping[str, Micro], rollover: Rollover
+) -> list[Entry]:
+    """The entries that open `period` for a budget tree: each leaf's current allocation (leaves pay; inner budgets
+    only split), with the carry-overs of `closing` (opening_entries)."""
+    budgets = list(tree)
+    payers = leaves(budgets)
+    return opening_entries(period, {b.name: b.allocation for b in budgets if b.name in payers}, closing, rollover)

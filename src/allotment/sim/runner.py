@@ -1,16 +1,17 @@
 """The discrete-event simulator: a workload through the real engine cycle on a simulated clock.
 
-Owns: the event loop. The engine, store and seeding are built by `allotment.engine.setup.build` — the server's own
-wiring — with the simulator's clock, executor (sim/executor.py) and the policy under test. The loop submits
-arrivals through the store's submission path, plays the operator for hardware faults (a bad node is drained, or
-lost and marked down, then repaired once empty), runs `Engine.step()` (poll → hear → the atomic cycle →
-deliver) and jumps the clock to the next interesting time: the next arrival, the next simulated exit or
-session event, `store.next_deadline` (slice ends, kill deadlines), the policy's `wake_at`, the next fault or
-repair. Cycles are at least `tick` seconds apart, so everything that happens within a tick is handled by one cycle,
-as the server coalesces submissions that wake it while a cycle runs. At the end it reads what happened back from the
-store.
+Owns: the event loop. The engine and store are built by sim/world.assemble — the in-memory store by default, or the
+server's own wiring on SQLite (`store="sqlite"`) — with the simulator's clock, executor (sim/executor.py) and the
+policy under test. The loop submits arrivals through the world's submission path (World), plays the operator for
+hardware faults (a bad node is drained, or lost and marked down, then repaired once empty), runs `Engine.step()` (poll
+→ hear → the atomic cycle → deliver) and jumps the clock to the next interesting time: the next arrival, the next
+simulated exit or session event, `store.next_deadline` (slice ends, kill deadlines), the policy's `wake_at`, the next
+fault or repair. Cycles are at least `tick` seconds apart, so everything that happens within a tick is handled by one
+cycle, as the server coalesces submissions that wake it while a cycle runs. At the end it reads what happened back
+from the store.
 
-Must not: decide (the policy does), apply decisions (the store does) or compute metrics (metrics.py does).
+Must not: decide (the policy does), apply decisions (the store does), touch a store's tables (world.py does) or
+compute metrics (metrics.py does).
 """
 
 from __future__ import annotations
@@ -21,20 +22,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import func, select, update
-from sqlalchemy.orm import Session
-
-from allotment.core.jobstate import ACTIVE, ACTIVE_ORDERED
-from allotment.core.model import Seconds
+from allotment.core.jobstate import ACTIVE
+from allotment.core.model import NodeState, Seconds
 from allotment.core.policy import Policy
-from allotment.engine.setup import Settings, build
 from allotment.ledger import INFRASTRUCTURE
 from allotment.ledger.entries import EntryKind
 from allotment.sim.executor import SimExecutor
 from allotment.sim.results import DrainRecord, JobRecord, RunRecord, SimResult
 from allotment.sim.workload import SimJob, Workload
-from allotment.store.jobs import Submission, submit_many
-from allotment.store.tables import JobRow, LedgerEntryRow, NodeRow, RunRow
+from allotment.sim.world import LedgerLine, assemble
+from allotment.store.jobs import Submission
 
 
 class SimClock:
@@ -69,6 +66,8 @@ class SimOptions:
     idle_gap: Seconds = 900
     """Longest simulated gap between cycles while jobs wait (time-based rules: idle sessions, starvation)."""
     faults: Faults = field(default_factory=Faults)
+    store: str = "memory"
+    """Where state is kept: "memory" (the in-memory store) or "sqlite" (the SQL store on `database_url`)."""
     database_url: str = "sqlite://"
     charge_every: Seconds = 6 * 3600
     """How often open runs are charged between their start and end (the store's `charge_every`). Runs are always
@@ -96,15 +95,12 @@ class Simulation:
         self.clock = SimClock(self.options.start)
         self.jobs = {j.id: j for j in workload.jobs}
         self.executor = SimExecutor(self.jobs, self.options.seed, self.options.start, self.clock.now)
-        settings = Settings(
-            config=workload.config,
-            data_dir=Path("."),
-            database_url=self.options.database_url,
-            charge_every=self.options.charge_every,
+        o = self.options
+        self.built = assemble(
+            o.store, Path(workload.config), o.database_url, o.charge_every, self.executor, policy, self.clock
         )
-        self.built = build(settings, executor=self.executor, policy=policy, clock=self.clock)
         self.engine = self.built.engine
-        self.sessions = self.built.sessions
+        self.world = self.built.world
         self.drains: list[DrainRecord] = []
         self._repairs = _Repairs()
         self.cycles = 0
@@ -179,16 +175,14 @@ class Simulation:
             )
             for j in due
         ]
-        with self.sessions.begin() as session:
-            submit_many(session, subs, now)  # one INSERT per table for the tick's arrivals, as the API's group commit
+        self.world.submit(subs, now)  # one batch for the tick's arrivals, as the API's group commit
 
     def _fault_times(self, horizon: Seconds) -> list[tuple[Seconds, str, bool]]:
         f = self.options.faults
         if f.per_node_day <= 0:
             return []
         rng = random.Random(self.options.seed * 7919 + 17)
-        with self.sessions() as session:
-            nodes = sorted(session.scalars(select(NodeRow.name)))
+        nodes = self.world.node_names()
         out: list[tuple[Seconds, str, bool]] = []
         for node in nodes:
             t = float(self.options.start)
@@ -202,12 +196,8 @@ class Simulation:
     def _fault(self, at: Seconds, node: str, hard: bool) -> None:
         if node in self._repairs.bad:
             return
-        state = "down" if hard else "draining"
-        with self.sessions.begin() as session:
-            row = session.get(NodeRow, node)
-            if row is None or row.state != "ready":
-                return
-            row.state, row.reason, row.updated_at = state, "simulated hardware fault", at
+        if not self.world.fault(node, NodeState.DOWN if hard else NodeState.DRAINING, at):
+            return
         if hard:
             self.executor.fail_node(node, at)
         record = DrainRecord(node, at - self.options.start, hard)
@@ -219,10 +209,7 @@ class Simulation:
         waiting = [n for n in self._repairs.bad if n not in self._repairs.due]
         if not waiting:
             return
-        with self.sessions() as session:
-            held = {
-                a["node"] for p in session.scalars(select(RunRow.placement).where(RunRow.ended_at.is_(None))) for a in p
-            }
+        held = self.world.held_nodes()
         for node in waiting:
             if node not in held:
                 self._repairs.due[node] = now + self.options.faults.repair
@@ -231,47 +218,39 @@ class Simulation:
         for node, at in list(self._repairs.due.items()):
             if at > now:
                 continue
-            with self.sessions.begin() as session:
-                session.execute(
-                    update(NodeRow).where(NodeRow.name == node).values(state="ready", reason=None, updated_at=now)
-                )
+            self.world.repair(node, now)
             self.executor.restore_node(node)
             del self._repairs.due[node]
             del self._repairs.bad[node]
 
     def _active(self) -> int:
-        with self.sessions() as session:
-            active = select(func.count()).select_from(JobRow).where(JobRow.state.in_(ACTIVE_ORDERED))
-            return int(session.scalar(active) or 0)
+        return self.world.active()
 
     # -- reading back ------------------------------------------------------------------------------------------
     def _result(self, wall: float, decide_s: float) -> SimResult:
         start = self.options.start
         attempts = self.executor.attempts
-        with self.sessions() as session:
-            runs = [
-                RunRecord(
-                    job_id=r.job_id,
-                    attempt=r.attempt,
-                    start=r.started_at - start,
-                    end=None if r.ended_at is None else r.ended_at - start,
-                    gpus=sum(len(a["gpus"]) for a in r.placement),
-                    nodes=tuple(a["node"] for a in r.placement),
-                    run_class=r.run_class,
-                    preempt_reason=r.preempt_reason,
-                    lost_work=attempts[(r.job_id, r.attempt)].lost_work if (r.job_id, r.attempt) in attempts else 0,
-                )
-                for r in session.scalars(select(RunRow).order_by(RunRow.started_at, RunRow.job_id, RunRow.attempt))
-            ]
-            states = dict(session.execute(select(JobRow.id, JobRow.state)).all())
-            balances: dict[str, int] = {}
-            for budget, period, amount in session.execute(
-                select(LedgerEntryRow.budget, LedgerEntryRow.period_id, func.sum(LedgerEntryRow.amount_micro))
-                .where(LedgerEntryRow.kind != EntryKind.CARRYOVER.value)
-                .group_by(LedgerEntryRow.budget, LedgerEntryRow.period_id)
-            ):
-                balances[f"{budget}@{period}"] = int(amount)
-            exhausted = _exhaustion(session, start)
+        back = self.world.read_back()
+        runs = [
+            RunRecord(
+                job_id=r.job_id,
+                attempt=r.attempt,
+                start=r.started_at - start,
+                end=None if r.ended_at is None else r.ended_at - start,
+                gpus=sum(g for _, g in r.placement),
+                nodes=tuple(n for n, _ in r.placement),
+                run_class=r.run_class,
+                preempt_reason=r.preempt_reason,
+                lost_work=attempts[(r.job_id, r.attempt)].lost_work if (r.job_id, r.attempt) in attempts else 0,
+            )
+            for r in back.runs
+        ]
+        states = back.states
+        balances: dict[str, int] = {}
+        for e in back.entries:
+            if e.kind != EntryKind.CARRYOVER.value:
+                balances[f"{e.budget}@{e.period_id}"] = balances.get(f"{e.budget}@{e.period_id}", 0) + e.amount
+        exhausted = _exhaustion(back.entries, start)
         first: dict[str, Seconds] = {}
         last_end: dict[str, Seconds] = {}
         for r in runs:
@@ -315,19 +294,16 @@ class Simulation:
         )
 
 
-def _exhaustion(session: Session, start: Seconds) -> dict[str, Seconds]:
+def _exhaustion(entries: Iterable[LedgerLine], start: Seconds) -> dict[str, Seconds]:
     """Leaf budget → seconds from the start when its balance in a period first fell to zero or below."""
     running: dict[tuple[str, str], int] = {}
     out: dict[str, Seconds] = {}
-    rows = session.execute(
-        select(LedgerEntryRow.budget, LedgerEntryRow.period_id, LedgerEntryRow.amount_micro, LedgerEntryRow.at)
-        .where(LedgerEntryRow.kind != EntryKind.CARRYOVER.value)
-        .order_by(LedgerEntryRow.at, LedgerEntryRow.id)
-    )
-    for budget, period, amount, at in rows:
-        key = (budget, period)
+    for e in sorted(entries, key=lambda e: e.at):  # stable: posting order within an instant
+        if e.kind == EntryKind.CARRYOVER.value:
+            continue
+        key = (e.budget, e.period_id)
         before = running.get(key)
-        running[key] = (before or 0) + int(amount)
-        if before is not None and before > 0 >= running[key] and budget not in out and budget != INFRASTRUCTURE:
-            out[budget] = at - start
+        running[key] = (before or 0) + e.amount
+        if before is not None and before > 0 >= running[key] and e.budget not in out and e.budget != INFRASTRUCTURE:
+            out[e.budget] = e.at - start
     return out

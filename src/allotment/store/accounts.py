@@ -27,22 +27,14 @@ from allotment.ledger import (
     Period,
     PeriodSpec,
     Rollover,
-    leaves,
-    opening_entries,
     period_at,
     rollup,
 )
+from allotment.ledger.periods import period_opening
+from allotment.store.errors import ClosedPeriodError, NoOpenPeriodError
 from allotment.store.tables import BudgetBalanceRow, BudgetRow, LedgerEntryRow, PeriodRow
 
 NO_CARRY = Rollover()
-
-
-class ClosedPeriodError(ValueError):
-    """An entry was posted into a period that is already closed."""
-
-
-class NoOpenPeriodError(LookupError):
-    """No open period holds (or follows) the instant an entry is for: open one first."""
 
 
 def dialect_insert(session: Session) -> type[postgresql.Insert] | type[sqlite.Insert]:
@@ -283,10 +275,7 @@ def open_period(session: Session, spec: PeriodSpec, at: Seconds, rollover: Rollo
     if previous is not None:
         closing = balances(session, previous.id)
         previous.closed = True
-    tree = budget_tree(session)
-    payers = leaves(tree)
-    allocations = {b.name: b.allocation for b in tree if b.name in payers}
-    post_all(session, opening_entries(period, allocations, closing, rollover))
+    post_all(session, period_opening(period, budget_tree(session), closing, rollover))
     session.flush()
     return period
 

@@ -125,7 +125,7 @@ def submit_many(session: Session, subs: Sequence[Submission], now: Seconds) -> l
         if found is not None:
             out.append((found, False))
             continue
-        values = _values(sub, now)
+        values = job_values(sub, now)
         job = NewJob(**values)
         if sub.request_id is not None:
             known[sub.request_id] = job
@@ -151,10 +151,10 @@ def submit_many(session: Session, subs: Sequence[Submission], now: Seconds) -> l
 
 
 def _row(sub: Submission, now: Seconds) -> JobRow:
-    return JobRow(**_values(sub, now))
+    return JobRow(**job_values(sub, now))
 
 
-def _values(sub: Submission, now: Seconds) -> dict[str, Any]:
+def job_values(sub: Submission, now: Seconds) -> dict[str, Any]:
     return {
         "id": sub.job_id or new_job_id(),
         "request_id": sub.request_id,

@@ -1,0 +1,170 @@
+"""How a store's facts become the core's Snapshot: the rules every store shares when it loads one.
+
+Owns: which active jobs a snapshot holds (a pending job whose run has not ended yet is left out, a pending job whose
+cancellation was asked is left out and named for changes.decisions.cancelled_pending), a running job built from its
+open run (and built again only when one of that run's columns changed: SnapshotCache), each account's balance less
+what its open runs have accrued but not yet posted (`unposted`), and the snapshot's job order (by id, whatever order
+a database returned them in). A store reads rows (SQL, store/snapshot.py) or its own structures (store/memory) into
+the plain facts below and calls `assemble`.
+
+Must not: read anything itself, or price anything (allotment.core.units does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from allotment.core.jobstate import JobState
+from allotment.core.model import (
+    Account,
+    Allocation,
+    Budget,
+    CapacityWindow,
+    Cluster,
+    Job,
+    Micro,
+    Node,
+    PolicyConfig,
+    Preemption,
+    Reservation,
+    Run,
+    RunClass,
+    Seconds,
+    Snapshot,
+)
+from allotment.core.units import charge_between
+from allotment.ledger.entries import INFRASTRUCTURE
+
+PENDING = JobState.PENDING.value
+
+RunColumns = tuple[
+    Seconds,
+    str,
+    Seconds | None,
+    Seconds | None,
+    Seconds | None,
+    str | None,
+    str | None,
+    Seconds | None,
+    str | None,
+    int,
+]
+"""An open run's columns a running job is built from, in this order: started_at, run_class, slice_end, signalled_at,
+kill_at, preempt_reason, preemptor, idle_since, backfill_for, attempt (its placement, which never changes, apart)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OpenRunRow:
+    """An open run as a snapshot needs it: its job, placement (as the store keeps it), meter and columns."""
+
+    job_id: str
+    placement: object
+    rate: Micro
+    price: int
+    price_since: Seconds
+    charged_until: Seconds
+    columns: RunColumns
+
+
+@dataclass(slots=True)
+class SnapshotCache:
+    """What `assemble` keeps between one cycle and the next (each store owns one)."""
+
+    jobs: dict[str, Job] = field(default_factory=dict)
+    """Jobs as submitted, by id: what a job asks for never changes after submission."""
+    running: dict[str, tuple[tuple[object, ...], Job]] = field(default_factory=dict)
+    """Each running job as last built, with the columns of its open run it was built from (its attempt among them):
+    it is built again only when one of those changed (a run's placement never does)."""
+    cancelled_pending: list[str] = field(default_factory=list)
+    """The pending jobs whose cancellation was asked, as the last load saw them (left out of the snapshot)."""
+
+
+def unposted(rate: Micro, price: int, price_since: Seconds, charged_until: Seconds, now: Seconds) -> Micro:
+    """What an open run has accrued since it was last charged (not yet in the ledger)."""
+    if now <= charged_until:
+        return 0
+    return charge_between(1, rate, price, price_since, charged_until, now)
+
+
+def run_of(placement: tuple[Allocation, ...], columns: RunColumns) -> Run:
+    started, run_class, slice_end, signalled, kill_at, reason, preemptor, idle_since, backfill_for, _ = columns
+    preemption = None
+    if signalled is not None:
+        preemption = Preemption(signalled, kill_at if kill_at is not None else signalled, reason or "", preemptor)
+    return Run(placement, started, RunClass(run_class), slice_end, preemption, idle_since, backfill_for)
+
+
+def assemble(
+    now: Seconds,
+    policy: PolicyConfig,
+    rates: Mapping[str, Micro],
+    *,
+    clusters: tuple[Cluster, ...],
+    nodes: tuple[Node, ...],
+    budgets: Iterable[Budget],
+    money: Mapping[str, Micro],
+    usage: Mapping[str, float],
+    open_runs: Iterable[OpenRunRow],
+    active: Sequence[tuple[str, str, bool]],
+    fill: Callable[[list[str], dict[str, Job]], None],
+    placement_of: Callable[[object], tuple[Allocation, ...]],
+    windows: tuple[CapacityWindow, ...],
+    reservations: tuple[Reservation, ...],
+    keep: SnapshotCache,
+) -> Snapshot:
+    """The snapshot as of `now` from a store's facts. `active`: (job id, state, cancellation asked) of every job in an
+    active state; `fill(ids, cache)` adds to `cache` the jobs as submitted that it does not hold yet; `money`: each
+    budget's own balance in the period; `usage`: each budget's usage decayed to `now`. `keep` is updated: the
+    running jobs as built now, the pending jobs whose cancellation was asked, and the submitted jobs still active."""
+    cache = keep.jobs
+    runs: dict[str, OpenRunRow] = {}
+    accrued: dict[str, Micro] = {}
+    for r in open_runs:
+        runs[r.job_id] = r
+        accrued[r.job_id] = unposted(r.rate, r.price, r.price_since, r.charged_until, now)
+    fill([jid for jid, _, _ in active if jid not in cache], cache)
+    owed: dict[str, Micro] = {}
+    jobs: list[Job] = []
+    running: dict[str, tuple[tuple[object, ...], Job]] = {}
+    asked: list[str] = []
+    for jid, state, cancel in sorted(active):  # by id: the order a database returns rows in is no rule
+        run = runs.get(jid)
+        if state == PENDING and (run is not None or cancel):
+            if run is None:
+                asked.append(jid)  # a cancellation the change-set rules end (allotment.changes.decisions)
+            continue  # a run that has not ended yet (reconciled elsewhere), or a cancelled job
+        if state != PENDING and run is None:
+            continue
+        job = cache[jid]
+        if run is not None:
+            owed[job.budget] = owed.get(job.budget, 0) + accrued[jid]
+            built = keep.running.get(jid)
+            key = (*run.columns, cancel)
+            if built is None or built[0] != key:
+                built = (
+                    key,
+                    replace(job, run=run_of(placement_of(run.placement), run.columns), cancel_requested=cancel),
+                )
+            running[jid] = built
+            job = built[1]
+        jobs.append(job)
+    keep.running = running  # runs that ended are forgotten
+    keep.cancelled_pending = asked
+    if len(cache) > 2 * len(active) + 1000:  # forget finished jobs
+        live = {jid for jid, _, _ in active}
+        for jid in [j for j in cache if j not in live]:
+            del cache[jid]
+    shown = tuple(b for b in budgets if b.name != INFRASTRUCTURE)
+    accounts = {b.name: Account(money.get(b.name, 0) - owed.get(b.name, 0), usage.get(b.name, 0.0)) for b in shown}
+    return Snapshot(
+        clusters=clusters,
+        nodes=nodes,
+        rates=dict(rates),
+        budgets=shown,
+        accounts=accounts,
+        jobs=tuple(jobs),
+        windows=windows,
+        reservations=reservations,
+        policy=policy,
+    )
