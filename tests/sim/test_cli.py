@@ -56,3 +56,23 @@ def test_an_unknown_policy_is_refused(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["simulate", str(scenario), "--policies", "nope", "--out", str(tmp_path / "o")])
     assert result.exit_code == 2
     assert "unknown policy 'nope'" in result.output
+
+
+def test_the_sql_store_path_reports_the_same_tables(tmp_path: Path) -> None:
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(SCENARIO.format(org=ROOT / "examples" / "small" / "allotment.yaml"))
+    tables = []
+    for store in ("memory", "sqlite"):
+        out = tmp_path / store
+        result = CliRunner().invoke(app, ["simulate", str(scenario), "--store", store, "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        tables.append([line for line in (out / "report.md").read_text().splitlines() if line.startswith("|")])
+    assert tables[0] and tables[0] == tables[1]
+
+
+def test_an_unknown_store_is_refused(tmp_path: Path) -> None:
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(SCENARIO.format(org=ROOT / "examples" / "small" / "allotment.yaml"))
+    result = CliRunner().invoke(app, ["simulate", str(scenario), "--store", "redis", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    assert "redis" in result.output

@@ -8,7 +8,9 @@ Owns: the command's options, the Rich progress bar, choosing the report's output
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
+from enum import StrEnum
 from functools import partial
 from pathlib import Path
 from typing import Annotated
@@ -25,6 +27,11 @@ from allotment.sim.whatif import WhatIfError, run_what_if
 
 def _advance(bar: Progress, task: TaskID, fraction: float) -> None:
     bar.update(task, completed=fraction)
+
+
+class StoreKind(StrEnum):
+    MEMORY = "memory"
+    SQLITE = "sqlite"
 
 
 def register(app: typer.Typer) -> None:
@@ -54,6 +61,12 @@ def simulate(
         Path | None, typer.Option("--config", help="What-if on a database: the organisation's configuration file.")
     ] = None,
     days: Annotated[float, typer.Option("--days", help="What-if: days of history to replay.")] = 30.0,
+    store: Annotated[
+        StoreKind,
+        typer.Option(
+            "--store", help="Where simulated state is kept: memory (fast) or sqlite (the SQL store, in memory)."
+        ),
+    ] = StoreKind.MEMORY,
 ) -> None:
     """Simulate SCENARIO under each policy and write a side-by-side report; or, with --plan and --history, replay a
     recorded history under a proposed budget plan and report each budget's expected share, waits and exhaustion."""
@@ -87,7 +100,8 @@ def simulate(
         ) as bar:
             for name, policy in zip(names, chosen, strict=True):
                 task = bar.add_task(f"{name:>12}", total=1.0)
-                sim = Simulation(workload, policy, spec.options(seed), label=name)
+                options = dataclasses.replace(spec.options(seed), store=store.value)
+                sim = Simulation(workload, policy, options, label=name)
                 result = sim.run(partial(_advance, bar, task))
                 bar.update(task, completed=1.0)
                 results.append(result)
