@@ -1,12 +1,13 @@
 """Benchmark: the simulator on the ITP 2021 trace through the full Allotment policy (issue 6).
 
-Run: .venv/bin/python -m benchmarks.bench_sim [--days D] [--tick S] [--sizing contended|original]
+Run: .venv/bin/python -m benchmarks.bench_sim [--days D] [--resolution S] [--store memory|sqlite]
+     [--sizing contended|original]
 
-Replays the first D days (default: all 60) of data/traces/itp-2021 on the contended fleet (the median of the
-trace's unconstrained demand) through the real engine cycle and SQLite store in memory, and prints simulated
-days, jobs, cycles, events (arrivals plus executor reports), wall seconds, events per second, the share of wall
-time spent in decide(), and the peak resident memory. Target: all 69,351 jobs in ≤ 60 s on one core with peak
-memory ≤ 2 GiB.
+Replays the first D days (default: all 60) of data/traces/itp-2021 on the contended fleet (the median of the trace's
+unconstrained demand) through the real engine cycle and the in-memory store (`--store sqlite`: the SQL store on SQLite
+in memory), and prints simulated days, jobs, cycles, events (arrivals plus executor reports), wall seconds, events per
+second, the share of wall time spent in decide(), and the peak resident memory. Target: all 69,351 jobs in ≤ 60 s on
+one core with peak memory ≤ 2 GiB.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--days", type=float, default=None, help="replay only the first D days (default: all)")
-    parser.add_argument("--tick", type=int, default=300, help="minimum simulated seconds between cycles")
+    parser.add_argument("--resolution", type=int, default=1, help="events within this many seconds share a cycle")
+    parser.add_argument("--store", choices=["memory", "sqlite"], default="memory", help="where state is kept")
     parser.add_argument("--sizing", choices=[s.value for s in Sizing], default=Sizing.CONTENDED.value)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -42,7 +44,8 @@ def main() -> None:
             drain_days=0,
         )
         load = time.perf_counter() - t0
-        sim = Simulation(workload, AllotmentPolicy(), SimOptions(tick=args.tick, idle_gap=3600))
+        options = SimOptions(resolution=args.resolution, idle_gap=3600, store=args.store)
+        sim = Simulation(workload, AllotmentPolicy(), options)
         cpu0 = time.process_time()
         result = sim.run()
         cpu = time.process_time() - cpu0
@@ -50,7 +53,8 @@ def main() -> None:
     wall = result.wall_seconds
     print(
         f"trace: itp-2021, {len(workload.jobs)} jobs, {result.duration / 86400:.1f} simulated days, "
-        f"fleet {result.fleet_gpus} GPUs ({args.sizing}), tick {args.tick} s; import {load:.1f} s"
+        f"fleet {result.fleet_gpus} GPUs ({args.sizing}), resolution {args.resolution} s, store {args.store}; "
+        f"import {load:.1f} s"
     )
     print(
         f"cycles: {result.cycles}; events: {result.events}; wall: {wall:.1f} s "

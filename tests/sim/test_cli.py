@@ -20,7 +20,7 @@ workload:
     demand: 1.5
     drain_days: 0.1
 simulation:
-  tick: 120
+  resolution: 120
   faults: {{per_node_day: 1.0, repair: 1h}}
 """
 

@@ -54,7 +54,7 @@ def test_opportunistic_work_yields_and_loses_only_the_work_since_its_checkpoint(
     assert first[:3] == (0, 1500, "for-guaranteed")
     assert first[3] == 300  # checkpoints at 600 and 1200 s kept 1,200 s of work
     [g] = runs_of(result, "g")
-    assert g[0] == 1500 + 60  # the opportunistic job left at once; the next cycle, one tick later, starts g
+    assert g[0] == 1500 + 60  # the opportunistic job left at once; the next cycle, 120 s later, starts g
     assert rest and rest[-1][1] is not None and rest[-1][1] - rest[-1][0] == 2 * H - 1200
     m = metrics.compute(result)
     assert m.preemptions == 1
@@ -104,7 +104,7 @@ def _synthetic(seed: int) -> SimResult:
     spec = SyntheticSpec(days=0.5, demand=2.0, drain_days=0.25)
     workload = generate(SMALL, spec, seed)
     workload = replace(workload, jobs=tuple(workload.jobs)[:40])
-    return Simulation(workload, AllotmentPolicy(), SimOptions(seed=seed, tick=120)).run()
+    return Simulation(workload, AllotmentPolicy(), SimOptions(seed=seed, resolution=120)).run()
 
 
 def _comparable(r: SimResult) -> SimResult:

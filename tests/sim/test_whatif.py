@@ -28,7 +28,8 @@ def _history(db: Path) -> str:
         *(sim_job(f"seg{i}", submit=i * H, budget="segmentation", user="eli", work=2 * H) for i in range(4)),
         *(sim_job(f"det{i}", submit=i * H, budget="detection", user="dana", work=H) for i in range(3)),
     ]
-    Simulation(Workload("history", SMALL, tuple(jobs), 12 * H), AllotmentPolicy(), SimOptions(store="sqlite", database_url=url)).run()
+    options = SimOptions(store="sqlite", database_url=url)
+    Simulation(Workload("history", SMALL, tuple(jobs), 12 * H), AllotmentPolicy(), options).run()
     return url
 
 

@@ -116,7 +116,8 @@ def backend(kind: str, tmp: Path) -> Iterator[Backend]:
 
 def job(job_id: str, budget: str = "pretrain", gpus: int = 8, **kw: Any) -> Submission:
     """A submission of the small organisation (ben in pretrain by default)."""
-    return Submission(budget=budget, user=kw.pop("user", "ben"), command=["train", job_id], gpus=gpus, job_id=job_id, **kw)
+    user = kw.pop("user", "ben")
+    return Submission(budget=budget, user=user, command=["train", job_id], gpus=gpus, job_id=job_id, **kw)
 
 
 def snapshot(b: Backend, now: int) -> Snapshot:

@@ -6,9 +6,9 @@ policy under test. The loop submits arrivals through the world's submission path
 hardware faults (a bad node is drained, or lost and marked down, then repaired once empty), runs `Engine.step()` (poll
 → hear → the atomic cycle → deliver) and jumps the clock to the next interesting time: the next arrival, the next
 simulated exit or session event, `store.next_deadline` (slice ends, kill deadlines), the policy's `wake_at`, the next
-fault or repair. Cycles are at least `tick` seconds apart, so everything that happens within a tick is handled by one
-cycle, as the server coalesces submissions that wake it while a cycle runs. At the end it reads what happened back
-from the store.
+fault or repair. Cycles are at least `resolution` seconds apart (1 s by default), so what happens within it is handled
+by one cycle, as the server coalesces submissions that wake it while a cycle runs. At the end it reads what happened
+back from the store.
 
 Must not: decide (the policy does), apply decisions (the store does), touch a store's tables (world.py does) or
 compute metrics (metrics.py does).
@@ -61,8 +61,9 @@ class Faults:
 @dataclass(frozen=True, slots=True)
 class SimOptions:
     seed: int = 1
-    tick: Seconds = 60
-    """Minimum simulated seconds between cycles."""
+    resolution: Seconds = 1
+    """Events are coalesced to this: a cycle runs at the first interesting instant at least `resolution` seconds
+    after the last one (decision 48). The engine's periodic work (charging, decay) keeps its own schedule."""
     idle_gap: Seconds = 900
     """Longest simulated gap between cycles while jobs wait (time-based rules: idle sessions, starvation)."""
     faults: Faults = field(default_factory=Faults)
@@ -148,7 +149,7 @@ class Simulation:
                 now + opts.idle_gap if active else None,
             ]
             nxt = min(t for t in candidates if t is not None) if any(c is not None for c in candidates) else horizon
-            self.clock.t = min(max(nxt, now + opts.tick), horizon)
+            self.clock.t = min(max(nxt, now + opts.resolution), horizon)
         return self._result(time.perf_counter() - wall, decide_s)
 
     # -- acting ------------------------------------------------------------------------------------------------
@@ -175,7 +176,7 @@ class Simulation:
             )
             for j in due
         ]
-        self.world.submit(subs, now)  # one batch for the tick's arrivals, as the API's group commit
+        self.world.submit(subs, now)  # one batch for the instant's arrivals, as the API's group commit
 
     def _fault_times(self, horizon: Seconds) -> list[tuple[Seconds, str, bool]]:
         f = self.options.faults

@@ -1,7 +1,7 @@
 """Scenario files: what `allot simulate SCENARIO` runs, validated at the edge with pydantic.
 
 Owns: the scenario model (a synthetic workload on an organisation's configuration, or a real trace; the
-simulation settings: seed, tick, faults; the default policies), loading it from YAML with clear errors, building
+simulation settings: seed, resolution, faults; the default policies), loading it from YAML with clear errors, building
 its `Workload`, and mapping a policy name to a Policy ("allotment" is the full Allotment policy, every other name
 comes from `allotment.policies.make_policy`). Paths in a scenario are relative to the scenario file.
 
@@ -70,7 +70,8 @@ class FaultSpec(_Model):
 
 
 class SimulationSpec(_Model):
-    tick: Duration = 60
+    resolution: Duration = Field(default=1, ge=1)
+    """Events within this many seconds are handled by one cycle (default 1 s: event-driven time)."""
     idle_gap: Duration = 900
     faults: FaultSpec = Field(default_factory=FaultSpec)
 
@@ -86,7 +87,7 @@ class Scenario(_Model):
         f = self.simulation.faults
         return SimOptions(
             seed=self.seed if seed is None else seed,
-            tick=self.simulation.tick,
+            resolution=self.simulation.resolution,
             idle_gap=self.simulation.idle_gap,
             faults=Faults(f.per_node_day, f.hard_fraction, f.repair),
         )

@@ -99,7 +99,7 @@ class SqlWorld:
 
     def submit(self, subs: Sequence[Submission], now: Seconds) -> None:
         with self.sessions.begin() as session:
-            submit_many(session, subs, now)  # one INSERT per table for the tick's arrivals, as the API's group commit
+            submit_many(session, subs, now)  # one INSERT per table for an instant's arrivals (the API's group commit)
 
     def node_names(self) -> list[str]:
         with self.sessions() as session:
