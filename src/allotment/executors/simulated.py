@@ -10,6 +10,7 @@ is the caller's business). The same calls in the same order always give the same
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -79,6 +80,13 @@ class _Attempt:
         at, _rank, kind, code, detail = min(ends)
         return at, kind, code, detail
 
+    def next_time(self) -> Seconds | None:
+        """When this attempt's next event (its STARTED or its end) happens as things stand."""
+        end = self.end()
+        if self.start_pending(end):
+            return self.started_at if end is None else min(self.started_at, end[0])
+        return None if end is None else end[0]
+
     def start_pending(self, end: tuple[Seconds, EventKind, int | None, str] | None) -> bool:
         """True while a STARTED event is to come: not reported yet, and nothing ends the attempt first."""
         if self.started_reported or end is None:
@@ -111,6 +119,10 @@ class SimulatedExecutor:
         self._live: dict[tuple[str, int], _Attempt] = {}
         """The attempts that have not ended, in launch order (every scan reads these: a long simulation launches
         tens of thousands of attempts, nearly all of them long over)."""
+        self._due: list[tuple[Seconds, int, tuple[str, int]]] = []
+        """A heap of (next event time, launch order, attempt) — pushed whenever an attempt changes, so a scan reads
+        only the attempts due, not every live one. An entry is stale when its attempt ended or its next time moved
+        (each change pushes the new time): stale entries are dropped when they reach the top."""
         self._down: dict[str, Seconds] = {}
         self._queue: list[ExecutorEvent] = []
         self._launched: list[LaunchSpec] = []
@@ -148,6 +160,7 @@ class SimulatedExecutor:
             for node in nodes:
                 if node in self._down:
                     self._lose(attempt, self._down[node], f"node {node} failed")
+        self._schedule(key, attempt)
         self._collect(self._now, {key: attempt})  # nothing else changed since the last collection
 
     def terminate(self, job_id: str, attempt: int, grace: int) -> None:
@@ -163,6 +176,7 @@ class SimulatedExecutor:
             a.kill_at = kill_at
         elif a.kill_at is None or kill_at < a.kill_at:
             a.kill_at = kill_at
+        self._schedule((job_id, attempt), a)
         self._collect(self._now, {(job_id, attempt): a})
 
     def poll(self) -> list[ExecutorEvent]:
@@ -190,14 +204,14 @@ class SimulatedExecutor:
 
     def next_event_time(self) -> Seconds | None:
         """When the next event will happen as things stand; None when nothing is scheduled."""
-        times: list[Seconds] = []
-        for a in self._live.values():
-            end = a.end()
-            if a.start_pending(end):
-                times.append(a.started_at)
-            if end is not None:
-                times.append(end[0])
-        return min(times) if times else None
+        due = self._due
+        while due:
+            at, _, key = due[0]
+            a = self._live.get(key)
+            if a is not None and a.next_time() == at:
+                return at
+            heapq.heappop(due)  # stale: the attempt ended, or its next event moved (a fresher entry exists)
+        return None
 
     def follow(self, clock: Callable[[], Seconds]) -> None:
         """From now on advance to clock() at every call (as if `clock` had been given at construction)."""
@@ -210,9 +224,10 @@ class SimulatedExecutor:
         if at < self._now:
             raise ValueError(f"a node failure cannot be scheduled in the past ({at} < {self._now})")
         self._down[node] = at
-        for a in self._live.values():
+        for key, a in self._live.items():
             if node in (x.node for x in a.spec.placement):
                 self._lose(a, at, f"node {node} failed")
+                self._schedule(key, a)
         self._collect(self._now)
 
     def restore_node(self, node: str) -> None:
@@ -231,12 +246,27 @@ class SimulatedExecutor:
         if a.lost_at is None or at < a.lost_at:
             a.lost_at, a.lost_detail = at, detail
 
+    def _schedule(self, key: tuple[str, int], a: _Attempt) -> None:
+        at = a.next_time()
+        if at is not None:
+            heapq.heappush(self._due, (at, a.seq, key))
+
+    def _due_by(self, t: Seconds) -> dict[tuple[str, int], _Attempt]:
+        """The live attempts with an event at or before `t` (their heap entries taken off)."""
+        due, found = self._due, {}
+        while due and due[0][0] <= t:
+            _, _, key = heapq.heappop(due)
+            a = self._live.get(key)
+            if a is not None:
+                found[key] = a
+        return found
+
     def _collect(self, t: Seconds, only: dict[tuple[str, int], _Attempt] | None = None) -> None:
-        """Queue the events up to `t` of every live attempt (or of `only`, when nothing else changed), ordered by
-        time, then launch order, STARTED first."""
+        """Queue the events up to `t` of every live attempt due by then (or of `only`, when nothing else changed),
+        ordered by time, then launch order, STARTED first."""
         found: list[tuple[Seconds, int, int, ExecutorEvent]] = []
         over: list[tuple[str, int]] = []
-        for (job_id, attempt), a in (self._live if only is None else only).items():
+        for (job_id, attempt), a in (self._due_by(t) if only is None else only).items():
             end = a.end()
             if a.start_pending(end) and a.started_at <= t:
                 a.started_reported = True
@@ -246,6 +276,8 @@ class SimulatedExecutor:
                 a.ended = True
                 over.append((job_id, attempt))
                 found.append((at, a.seq, 1, ExecutorEvent(job_id, attempt, kind, at, exit_code=code, detail=detail)))
+            if end is None or end[0] > t:
+                self._schedule((job_id, attempt), a)  # its next event is later: due again then
         for key in over:
             del self._live[key]
         found.sort(key=lambda f: (f[0], f[1], f[2]))

@@ -26,7 +26,7 @@ from allotment.ledger.entries import INFRASTRUCTURE
 from allotment.ports.store import CycleReport, Intent
 from allotment.store.jobs import Submission, job_values
 from allotment.store.memory.tables import EventRec, JobRec, MemoryState
-from allotment.store.memory.unit import MemoryCycle
+from allotment.store.memory.unit import MemoryCycle, forget_views
 from allotment.store.snapshot import JOB_COLUMNS, job_of
 
 
@@ -41,6 +41,7 @@ class MemorySchedulingStore:
         self.rules = Rules(policy, dict(rates), accounting)
         self._reasons: dict[str, ReasonValues] = {}
         self._snapshot_cache = SnapshotCache()
+        self.state.journal.on_rollback.append(lambda: forget_views(self.state))
 
     @property
     def policy(self) -> PolicyConfig:

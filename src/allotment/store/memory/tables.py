@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from allotment.changes.records import OpenRun
+from allotment.changes.snapshot import OpenRunRow
 from allotment.core.model import Allocation, Budget, CapacityWindow, Cluster, Job, Micro, Node, Reservation, Seconds
 from allotment.ledger.entries import Entry
 from allotment.ledger.periods import Period
@@ -25,11 +27,13 @@ class Journal:
     """The undo log of the open transaction: each write records how to take it back. `rollback` undoes them newest
     first; `commit` forgets them. Outside a transaction writes are not recorded (seeding, set-up)."""
 
-    __slots__ = ("_undo", "open")
+    __slots__ = ("_undo", "on_rollback", "open")
 
     def __init__(self) -> None:
         self._undo: list[Callable[[], None]] = []
         self.open = False
+        self.on_rollback: list[Callable[[], None]] = []
+        """Called after each rollback (what was derived from the undone state is forgotten)."""
 
     def begin(self) -> None:
         if self.open:
@@ -44,6 +48,8 @@ class Journal:
         while self._undo:
             self._undo.pop()()
         self.open = False
+        for hook in self.on_rollback:
+            hook()
 
     def put(self, table: dict[Any, Any], key: object, value: object) -> None:
         if self.open:
@@ -114,6 +120,9 @@ class RunRec:
     end_reason: str | None = None
     confirmed_at: Seconds | None = None
     idle_since: Seconds | None = None
+    views: tuple[OpenRun, OpenRunRow] | None = None
+    """What the unit last built of this run for the engine's reads (its OpenRun and snapshot row), None once any
+    column changed: unit.py clears it on every write to the run, and a rollback clears every run's."""
 
 
 @dataclass(slots=True)

@@ -22,19 +22,63 @@ from allotment.ledger.entries import Entry, EntryKind, run_id
 from allotment.ledger.periods import Period, period_at, period_opening
 from allotment.ledger.usage import decayed
 from allotment.store.errors import ClosedPeriodError, NoOpenPeriodError
-from allotment.store.memory.tables import EventRec, IntentRec, MemoryState, PeriodRec, RunRec
+from allotment.store.memory.tables import EventRec, IntentRec, Journal, MemoryState, PeriodRec, RunRec
 
 _ACTIVE_VALUES = frozenset(s.value for s in ACTIVE)
 _RUN_CLASSES = {c.value: c for c in RunClass}
 
 
+def views(s: MemoryState, r: RunRec) -> tuple[OpenRun, OpenRunRow]:
+    """A run's OpenRun (store/metering.open_run_of for a row) and its snapshot row, built once per change of it."""
+    if r.views is None:
+        run = OpenRun(
+            r.id,
+            r.job_id,
+            r.attempt,
+            s.jobs[r.job_id].job.budget,
+            r.started_at,
+            _RUN_CLASSES[r.run_class],
+            r.rate,
+            r.price,
+            r.price_since,
+            r.charged_until,
+            r.signalled_at is not None,
+            r.preempt_reason,
+            r.requeue,
+            r.confirmed_at is not None,
+        )
+        row = OpenRunRow(
+            r.job_id,
+            r.placement,
+            r.rate,
+            r.price,
+            r.price_since,
+            r.charged_until,
+            (
+                r.started_at,
+                r.run_class,
+                r.slice_end,
+                r.signalled_at,
+                r.kill_at,
+                r.preempt_reason,
+                r.preemptor,
+                r.idle_since,
+                r.backfill_for,
+                r.attempt,
+            ),
+        )
+        r.views = (run, row)
+    return r.views
+
+
 def open_run(s: MemoryState, r: RunRec) -> OpenRun:
-    """The OpenRun of a run (store/metering.open_run_of for a row)."""
-    return OpenRun(
-        r.id, r.job_id, r.attempt, s.jobs[r.job_id].job.budget, r.started_at, _RUN_CLASSES[r.run_class], r.rate,
-        r.price, r.price_since, r.charged_until, r.signalled_at is not None, r.preempt_reason, r.requeue,
-        r.confirmed_at is not None,
-    )  # fmt: skip
+    return views(s, r)[0]
+
+
+def forget_views(s: MemoryState) -> None:
+    """After a rollback: every run's views may show undone columns."""
+    for r in s.runs.values():
+        r.views = None
 
 
 def facts(s: MemoryState, job_id: str) -> JobFacts:
@@ -143,14 +187,7 @@ class MemoryCycle:
             for jid in ids:
                 cache[jid] = s.jobs[jid].job
 
-        open_rows = [
-            OpenRunRow(
-                r.job_id, r.placement, r.rate, r.price, r.price_since, r.charged_until,
-                (r.started_at, r.run_class, r.slice_end, r.signalled_at, r.kill_at, r.preempt_reason, r.preemptor,
-                 r.idle_since, r.backfill_for, r.attempt),
-            )
-            for r in s.open_runs.values()
-        ]  # fmt: skip
+        open_rows = [views(s, r)[1] for r in s.open_runs.values()]
         snap = assemble(
             now,
             p.policy,
@@ -223,31 +260,23 @@ def persist(s: MemoryState, changes: ChangeSet, now: Seconds) -> None:
         j.put(s.runs, r.run_id, run)
         j.put(s.open_runs, r.run_id, run)
     for sig in c.signalled:
-        run = s.runs[sig.run_id]
-        for name, value in (("signalled_at", sig.at), ("kill_at", sig.kill_at), ("preempt_reason", sig.reason),
-                            ("preemptor", sig.preemptor), ("requeue", sig.requeue)):  # fmt: skip
-            j.set(run, name, value)
+        _write(j, s.runs[sig.run_id], signalled_at=sig.at, kill_at=sig.kill_at, preempt_reason=sig.reason,
+               preemptor=sig.preemptor, requeue=sig.requeue)  # fmt: skip
     for rid, m in c.meters.items():
-        run = s.runs[rid]
-        j.set(run, "price", m.price)
-        j.set(run, "price_since", m.price_since)
-        j.set(run, "charged_until", m.charged_until)
+        _write(j, s.runs[rid], price=m.price, price_since=m.price_since, charged_until=m.charged_until)
     for rid, rc in c.reclassed.items():
-        j.set(s.runs[rid], "run_class", rc.value)
+        _write(j, s.runs[rid], run_class=rc.value)
     for e in c.ended:
-        run = s.runs[e.run_id]
-        j.set(run, "ended_at", e.at)
-        j.set(run, "exit_code", e.exit_code)
-        j.set(run, "end_reason", e.reason)
+        _write(j, s.runs[e.run_id], ended_at=e.at, exit_code=e.exit_code, end_reason=e.reason)
         j.drop(s.open_runs, e.run_id)
     for t in c.touched:
         run = s.runs[t.run_id]
         if t.confirmed_at is not None:
-            j.set(run, "confirmed_at", t.confirmed_at)
+            _write(j, run, confirmed_at=t.confirmed_at)
         if t.idle_since is not None or t.clear_idle:
-            j.set(run, "idle_since", t.idle_since)
+            _write(j, run, idle_since=t.idle_since)
         if t.slice_end is not None:
-            j.set(run, "slice_end", t.slice_end)
+            _write(j, run, slice_end=t.slice_end)
     for tr in c.transitions:
         rec = s.jobs[tr.job_id]
         j.set(rec, "state", tr.to_state.value)
@@ -284,3 +313,10 @@ def persist(s: MemoryState, changes: ChangeSet, now: Seconds) -> None:
         j.put(s.usage, u.budget, (u.usage, u.as_of))
     for name, setting in c.state.items():
         j.put(s.engine, name, setting)
+
+
+def _write(j: Journal, run: RunRec, **columns: object) -> None:
+    """Set a run's columns (journalled) and forget what was built from the old ones."""
+    for name, value in columns.items():
+        j.set(run, name, value)
+    run.views = None
