@@ -8,8 +8,6 @@ Owns: the command's options, the Rich progress bar, choosing the report's output
 
 from __future__ import annotations
 
-import dataclasses
-import tempfile
 from enum import StrEnum
 from functools import partial
 from pathlib import Path
@@ -19,9 +17,10 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
-from allotment.sim import metrics, report
-from allotment.sim.runner import Simulation
-from allotment.sim.scenario import ScenarioError, build_workload, load_scenario, make_policy
+from allotment.sim import report
+from allotment.sim.batch import Task, run_all, run_task
+from allotment.sim.scenario import ScenarioError, load_scenario, make_policy
+from allotment.sim.seeds import SeedError, parse_seeds
 from allotment.sim.whatif import WhatIfError, run_what_if
 
 
@@ -47,6 +46,11 @@ def simulate(
         "sim-report"
     ),
     seed: Annotated[int | None, typer.Option("--seed", help="Override the scenario's seed.")] = None,
+    seeds: Annotated[
+        str | None,
+        typer.Option("--seeds", help="Run each policy with these seeds (1-5, 1,3,9): means, 95 % intervals."),
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", help="Policies x seeds run in this many worker processes.")] = 1,
     plan: Annotated[
         Path | None, typer.Option("--plan", help="What-if: a budget plan YAML for the next period.")
     ] = None,
@@ -88,31 +92,38 @@ def simulate(
     try:
         spec = load_scenario(scenario)
         names = [p.strip() for p in policies.split(",") if p.strip()] if policies else list(spec.policies)
-        chosen = [make_policy(n) for n in names]
-    except ScenarioError as exc:
+        for n in names:
+            make_policy(n)
+        chosen = parse_seeds(seeds) if seeds is not None else [seed if seed is not None else spec.seed]
+    except (ScenarioError, SeedError) as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(code=2) from None
-    results = []
-    with tempfile.TemporaryDirectory() as scratch:
-        workload = build_workload(spec, Path(scratch), seed)
-        with Progress(
-            TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(), console=console
-        ) as bar:
-            for name, policy in zip(names, chosen, strict=True):
-                task = bar.add_task(f"{name:>12}", total=1.0)
-                options = dataclasses.replace(spec.options(seed), store=store.value)
-                sim = Simulation(workload, policy, options, label=name)
-                result = sim.run(partial(_advance, bar, task))
-                bar.update(task, completed=1.0)
-                results.append(result)
-    computed = [metrics.compute(r) for r in results]
+    if jobs < 1:
+        console.print("[red]--jobs: at least 1 worker process[/red]")
+        raise typer.Exit(code=2)
+    tasks = [Task(scenario, name, s, store.value) for name in names for s in chosen]
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(), console=console
+    ) as bar:
+        ids = {t: bar.add_task(f"{t.policy:>12} seed {t.seed}", total=1.0) for t in tasks}
+        try:
+            if jobs == 1:
+                done = [run_task(t, partial(_advance, bar, ids[t])) for t in tasks]
+            else:
+                done = run_all(tasks, jobs, lambda d: bar.update(ids[d.task], completed=1.0))
+        except ScenarioError as exc:
+            bar.stop()
+            console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(code=2) from None
+    by_policy = {n: [(d.task.seed, d.metrics) for d in done if d.task.policy == n] for n in names}
     stats = [
-        f"{n}: {r.cycles:,} cycles, {r.events:,} events in {r.wall_seconds:.1f} s "
-        f"({r.events / max(r.wall_seconds, 1e-9):,.0f} events/s)"
-        for n, r in zip(names, results, strict=True)
+        f"{d.task.policy} seed {d.task.seed}: {d.cycles:,} cycles, {d.events:,} events in {d.wall_seconds:.1f} s "
+        f"({d.events / max(d.wall_seconds, 1e-9):,.0f} events/s)"
+        for d in done
     ]
     command = f"allot simulate {scenario} --policies {','.join(names)} --out {out}" + (
-        f" --seed {seed}" if seed is not None else ""
+        f" --seeds {seeds}" if seeds is not None else f" --seed {seed}" if seed is not None else ""
     )
-    md, page = report.write(f"Simulation: {spec.name}", [*workload.notes, *stats], computed, out, command)
+    first = [by_policy[n][0][1] for n in names]
+    md, page = report.write(f"Simulation: {spec.name}", [*done[0].notes, *stats], first, out, command, seeds=by_policy)
     console.print(f"wrote {md} and {page}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -22,6 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from allotment.sim.metrics import SIZE_BUCKETS, Metrics, Quantiles
+from allotment.sim.seeds import HEADLINES, Interval, across, headline
 
 Table = list[list[str]]
 
@@ -66,6 +67,32 @@ def fairness_table(ms: Sequence[Metrics]) -> Table:
     return [["budget", *[m.policy for m in ms]]] + [
         [b, *[_f(m.fairness.get(b, math.nan), 2) for m in ms]] for b in budgets
     ]
+
+
+def seeds_table(by_policy: Mapping[str, Sequence[Metrics]]) -> Table:
+    """Rows: each headline metric's mean ± the half-width of its 95 % interval across seeds, one column per policy."""
+    stats = {p: across(ms) for p, ms in by_policy.items()}
+    rows: Table = [["metric (mean ± 95 % interval)", *stats]]
+    for key, label in HEADLINES:
+        rows.append([label, *[_pm(stats[p][key]) for p in stats]])
+    return rows
+
+
+def per_seed_table(by_policy: Mapping[str, Sequence[tuple[int, Metrics]]]) -> Table:
+    """One row per policy and seed: the headline metrics of that run."""
+    rows: Table = [["policy", "seed", *[label for _, label in HEADLINES]]]
+    for policy, runs in by_policy.items():
+        for seed, m in runs:
+            h = headline(m)
+            rows.append([policy, str(seed), *[_f(h[key], 2) for key, _ in HEADLINES]])
+    return rows
+
+
+def _pm(i: Interval) -> str:
+    if i.n == 0:
+        return "–"
+    digits = 3 if abs(i.mean) < 10 else 1
+    return f"{_f(i.mean, digits)} ± {_f(i.half, digits)}" + ("" if i.n > 1 else " (1 seed)")
 
 
 def markdown_table(rows: Table) -> str:
@@ -158,15 +185,34 @@ def _save(fig: Figure, out: Path, name: str, caption: str) -> tuple[str, str]:
     return name, caption
 
 
-def write(title: str, notes: Sequence[str], ms: Sequence[Metrics], out: Path, command: str = "") -> tuple[Path, Path]:
-    """Write report.md, report.html and the plots into `out`; returns the two report paths."""
+def write(
+    title: str,
+    notes: Sequence[str],
+    ms: Sequence[Metrics],
+    out: Path,
+    command: str = "",
+    seeds: Mapping[str, Sequence[tuple[int, Metrics]]] | None = None,
+) -> tuple[Path, Path]:
+    """Write report.md, report.html and the plots into `out`; returns the two report paths. `ms`: one run per policy
+    (the side-by-side table and the plots); `seeds`: every policy's runs by seed, when there are several (the
+    across-seeds and per-seed tables)."""
     out.mkdir(parents=True, exist_ok=True)
     figures = plots(ms, out)
     table, fair = side_by_side(ms), fairness_table(ms)
+    multi = seeds is not None and any(len(r) > 1 for r in seeds.values())
     md = [f"# {title}", "", *[f"- {n}" for n in notes]]
     if command:
         md += ["", f"Reproduce: `{command}`"]
-    md += ["", "## Side by side", "", markdown_table(table), "", "## Fairness per budget", "", markdown_table(fair), ""]
+    tables: list[tuple[str, Table]] = []
+    if seeds is not None and multi:
+        n = max(len(r) for r in seeds.values())
+        tables.append((f"Across {n} seeds", seeds_table({p: [m for _, m in r] for p, r in seeds.items()})))
+        tables.append(("Per seed", per_seed_table(seeds)))
+    first = f" (seed {next(iter(seeds.values()))[0][0]})" if seeds is not None and multi else ""
+    tables += [(f"Side by side{first}", table), (f"Fairness per budget{first}", fair)]
+    for heading, rows in tables:
+        md += ["", f"## {heading}", "", markdown_table(rows)]
+    md += [""]
     md += ["## Plots", ""] + [f"![{c}]({f})\n\n{c}\n" for f, c in figures]
     md += ["Definitions of every metric: docs/simulation.md.", ""]
     md_path = out / "report.md"
@@ -174,7 +220,8 @@ def write(title: str, notes: Sequence[str], ms: Sequence[Metrics], out: Path, co
     body = [f"<h1>{html.escape(title)}</h1>", "<ul>", *[f"<li>{html.escape(n)}</li>" for n in notes], "</ul>"]
     if command:
         body.append(f"<p>Reproduce: <code>{html.escape(command)}</code></p>")
-    body += ["<h2>Side by side</h2>", html_table(table), "<h2>Fairness per budget</h2>", html_table(fair)]
+    for heading, rows in tables:
+        body += [f"<h2>{html.escape(heading)}</h2>", html_table(rows)]
     body += ["<h2>Plots</h2>"] + [
         f'<figure><img src="{f}" alt="{html.escape(c)}"><figcaption>{html.escape(c)}</figcaption></figure>'
         for f, c in figures
