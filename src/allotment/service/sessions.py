@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
 from allotment.config.fields import Duration, Name
@@ -21,7 +21,7 @@ from allotment.service.context import Context
 from allotment.service.errors import NotFound
 from allotment.service.jobs import cancel_job, submit_job, summary, visible_job
 from allotment.service.principal import Principal
-from allotment.service.specs import ENV_NAME, JobSpec
+from allotment.service.specs import ENV_NAME, GpuCount, JobSpec
 from allotment.service.views import AttachInfo, JobSummary, SessionView
 from allotment.service.yamlinput import Document, from_data
 from allotment.store.db import reading
@@ -34,7 +34,7 @@ class SessionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     budget: Name
-    gpus: Annotated[StrictInt, Field(ge=1)] = 1
+    gpus: GpuCount = 1
     length: Duration = DEFAULT_LENGTH
     """How long the session may hold its GPUs."""
     command: list[Annotated[str, Field(min_length=1)]] | None = None

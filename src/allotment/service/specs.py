@@ -18,6 +18,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, field_validator
 
 from allotment.config.fields import Duration, Name
+from allotment.config.gpus import whole_gpus
 from allotment.core.model import ContractClass, JobKind
 from allotment.executors.environment import is_managed
 from allotment.service.yamlinput import Document, from_data, from_text
@@ -51,8 +52,19 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
+def _gpu_count(value: object) -> object:
+    """Fractional and zero GPU counts are refused with the one rule (config/gpus.py); other types go on to StrictInt."""
+    if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
+        return whole_gpus(value)
+    return value
+
+
+GpuCount = Annotated[StrictInt, BeforeValidator(_gpu_count), Field(ge=1)]
+"""A whole number of GPUs, 1 or more (config/gpus.py's rule for fractional and zero counts)."""
+
+
 class Resources(_Model):
-    gpus: Annotated[StrictInt, Field(ge=1)] = 1
+    gpus: GpuCount = 1
     """GPUs per replica."""
     replicas: Annotated[StrictInt, Field(ge=1)] = 1
     gpu_types: tuple[Name, ...] = ()

@@ -106,6 +106,10 @@ class Metrics:
     overdraft_credits: float
     starved: int
     """Jobs that waited more than a day for their first start (or are still waiting after a day)."""
+    deadlines: int = 0
+    """Jobs with a deadline."""
+    deadlines_met: int = 0
+    """Of those, the ones finished by their deadline."""
     curve: tuple[tuple[float, int, int], ...] = field(default=(), repr=False)
     """(hour, busy GPUs, offered GPUs) at every change, for plots."""
     session_waits: tuple[float, ...] = field(default=(), repr=False)
@@ -226,6 +230,7 @@ def compute(result: SimResult) -> Metrics:
     preempted = [r for r in result.runs if r.preempt_reason is not None and r.preempt_reason not in NOT_PREEMPTIONS]
     overdrawn = [v for k, v in result.balances.items() if v < 0 and not k.startswith("infrastructure@")]
     finished = sum(1 for j in jobs if j.end is not None)
+    due = [j for j in jobs if j.deadline is not None]
     return Metrics(
         policy=result.policy,
         jobs=len(jobs),
@@ -246,6 +251,8 @@ def compute(result: SimResult) -> Metrics:
         overdrafts=len(overdrawn),
         overdraft_credits=-sum(overdrawn) / 1e6,
         starved=sum(1 for j in jobs if _wait(j, horizon) > STARVING),
+        deadlines=len(due),
+        deadlines_met=sum(1 for j in due if j.end is not None and j.deadline is not None and j.end <= j.deadline),
         curve=tuple((t / HOUR, b, o) for t, b, o in points),
         session_waits=tuple(sorted(sessions)),
     )

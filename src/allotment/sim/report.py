@@ -59,6 +59,8 @@ def side_by_side(ms: Sequence[Metrics]) -> Table:
     row("drained node empty after, h (p50 / p95)", [_q(m.drain_empty, 1) for m in ms])
     row("budgets overdrawn (credits)", [f"{m.overdrafts} ({_f(m.overdraft_credits, 0)})" for m in ms])
     row("jobs waiting > 1 day (starvation)", [f"{m.starved:,}" for m in ms])
+    if any(m.deadlines for m in ms):
+        row("deadlines met", [f"{m.deadlines_met:,} / {m.deadlines:,}" for m in ms])
     return rows
 
 
@@ -74,7 +76,8 @@ def seeds_table(by_policy: Mapping[str, Sequence[Metrics]]) -> Table:
     stats = {p: across(ms) for p, ms in by_policy.items()}
     rows: Table = [["metric (mean ± 95 % interval)", *stats]]
     for key, label in HEADLINES:
-        rows.append([label, *[_pm(stats[p][key]) for p in stats]])
+        if any(stats[p][key].n for p in stats):  # a metric no run had a value for (no deadlines) is left out
+            rows.append([label, *[_pm(stats[p][key]) for p in stats]])
     return rows
 
 

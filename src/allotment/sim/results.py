@@ -29,6 +29,8 @@ class JobRecord:
     """When its last run ended, once the job is finished (None while it waits or runs)."""
     state: str
     work: Seconds
+    deadline: Seconds | None = None
+    """When it had to be finished by (job lists with a `deadline` column)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -172,6 +172,8 @@ class Simulation:
                 grace=j.grace,
                 fallback_opportunistic=j.fallback_opportunistic,
                 clusters=j.clusters,
+                gpu_types=j.gpu_types,
+                max_runtime=j.max_runtime,
                 job_id=j.id,
             )
             for j in due
@@ -270,6 +272,7 @@ class Simulation:
                 end=last_end.get(j.id) if states.get(j.id) not in ACTIVE else None,
                 state=states.get(j.id, "not-submitted"),
                 work=j.work,
+                deadline=j.deadline,
             )
             for j in self.workload.jobs
         ]

@@ -18,11 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from allotment import policies as baselines
 from allotment.config.fields import Duration
+from allotment.config.gpus import GpuRule
 from allotment.core.cycle import AllotmentPolicy
 from allotment.core.policy import Policy
+from allotment.sim.joblist import job_list_workload
 from allotment.sim.runner import Faults, SimOptions
 from allotment.sim.synthetic import SyntheticSpec, generate
-from allotment.sim.traces import Sizing, trace_workload
+from allotment.sim.traces import Sizing, TraceError, trace_workload
 from allotment.sim.workload import Workload
 
 ALLOTMENT = "allotment"
@@ -42,14 +44,24 @@ class SyntheticWorkload(SyntheticSpec):
 
 
 class TraceWorkload(_Model):
-    kind: Literal["itp", "philly"]
+    kind: Literal["itp", "philly", "csv"]
     path: Path
-    """ITP: the folder of clusterNN.csv(.gz); Philly: philly.csv(.gz)."""
+    """ITP: the folder of clusterNN.csv(.gz); Philly: philly.csv(.gz); csv: a job list (docs/simulation.md)."""
+    organisation: Path | None = None
+    """csv only: the Allotment configuration the jobs run in (default: one generated as for the traces)."""
+    gpus: GpuRule = GpuRule.REFUSE
+    """Rows with fractional or zero GPUs: refused (the default) or rounded up (`round-up`; config/gpus.py)."""
     sizing: Sizing = Sizing.CONTENDED
     days: float | None = Field(default=None, gt=0)
     """Replay only the first `days` days after `skip_days` (default: the whole trace)."""
     skip_days: float = Field(default=0, ge=0)
     drain_days: float = Field(default=7, ge=0)
+
+    @model_validator(mode="after")
+    def _organisation_for_lists(self) -> TraceWorkload:
+        if self.organisation is not None and self.kind != "csv":
+            raise ValueError("`organisation` is for job lists (kind: csv); ITP and Philly generate their own")
+        return self
 
 
 class WorkloadSpec(_Model):
@@ -109,7 +121,9 @@ def load_scenario(path: Path) -> Scenario:
     if w.synthetic is not None:
         w = WorkloadSpec(synthetic=w.synthetic.model_copy(update={"organisation": base / w.synthetic.organisation}))
     elif w.trace is not None:
-        w = WorkloadSpec(trace=w.trace.model_copy(update={"path": base / w.trace.path}))
+        org = w.trace.organisation
+        update = {"path": base / w.trace.path, "organisation": None if org is None else base / org}
+        w = WorkloadSpec(trace=w.trace.model_copy(update=update))
     return scenario.model_copy(update={"workload": w})
 
 
@@ -121,9 +135,18 @@ def build_workload(scenario: Scenario, scratch: Path, seed: int | None = None) -
         return generate(w.synthetic.organisation, spec, scenario.seed if seed is None else seed, scenario.name)
     assert w.trace is not None
     t = w.trace
-    return trace_workload(
-        t.kind, t.path, scratch, sizing=t.sizing, days=t.days, skip_days=t.skip_days, drain_days=t.drain_days
-    )
+    try:
+        if t.kind == "csv":
+            return job_list_workload(
+                t.path, scratch, organisation_file=t.organisation, sizing=t.sizing, days=t.days,
+                skip_days=t.skip_days, drain_days=t.drain_days, gpu_rule=t.gpus,
+            )  # fmt: skip
+        return trace_workload(
+            t.kind, t.path, scratch, sizing=t.sizing, days=t.days, skip_days=t.skip_days, drain_days=t.drain_days,
+            gpu_rule=t.gpus,
+        )  # fmt: skip
+    except TraceError as exc:
+        raise ScenarioError(str(exc)) from None
 
 
 def make_policy(name: str) -> Policy:

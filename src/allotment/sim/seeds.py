@@ -61,6 +61,7 @@ HEADLINES: tuple[tuple[str, str], ...] = (
     ("drain_p95", "drained node empty after p95, h"),
     ("starved", "jobs waiting > 1 day"),
     ("finished", "jobs finished, %"),
+    ("deadlines", "deadlines met, %"),
 )
 """(key, label) of each metric compared across seeds, in report order."""
 
@@ -81,6 +82,7 @@ def headline(m: Metrics) -> dict[str, float]:
         "drain_p95": m.drain_empty.p95,
         "starved": float(m.starved),
         "finished": 100 * m.finished / m.jobs if m.jobs else math.nan,
+        "deadlines": 100 * m.deadlines_met / m.deadlines if m.deadlines else math.nan,
     }
 
 

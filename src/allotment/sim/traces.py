@@ -16,7 +16,8 @@ import csv
 import gzip
 import io
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -26,6 +27,7 @@ from typing import Any
 import yaml
 
 from allotment.config import load_config
+from allotment.config.gpus import GpuRule, whole_gpus
 from allotment.core.model import ContractClass
 from allotment.sim.workload import GPUS_PER_NODE, SimJob, Workload, gang_shape, placed_gpus
 
@@ -55,38 +57,97 @@ SIZING_RULES = {
 }
 
 
-def _open(path: Path) -> io.TextIOBase:
+class TraceError(ValueError):
+    """A trace that cannot be read: the message names the file (and line and column) and what to do."""
+
+
+def _open(path: Path, what: str) -> io.TextIOBase:
+    if not path.exists():
+        raise TraceError(f"{path}: no such file ({what})")
+    if path.is_dir():
+        raise TraceError(f"{path} is a folder; give the file itself ({what})")
     if path.suffix == ".gz":
         return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
     return io.TextIOWrapper(path.open("rb"), encoding="utf-8", newline="")
 
 
-def read_itp(paths: Iterable[Path]) -> list[TraceRow]:
+def csv_rows(path: Path, what: str, required: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
+    """(line, row) of a CSV file with a header, after checking the header names every `required` column."""
+    with _open(path, what) as f:
+        reader = csv.DictReader(f)
+        try:
+            header = reader.fieldnames or []
+        except (UnicodeDecodeError, OSError, csv.Error) as exc:
+            raise TraceError(f"{path}: not a CSV file ({exc}); expected {what}") from None
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise TraceError(
+                f"{path}: missing column(s) {', '.join(missing)}; {what} has the columns {', '.join(required)} "
+                f"(found: {', '.join(header) or 'none'})"
+            )
+        try:
+            for row in reader:
+                yield reader.line_num, row
+        except (UnicodeDecodeError, OSError, csv.Error, EOFError) as exc:
+            raise TraceError(f"{path}:{reader.line_num}: cannot be read ({exc})") from None
+
+
+def number(path: Path, line: int, row: Mapping[str, str], column: str) -> float:
+    raw = row.get(column) or ""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise TraceError(f"{path}:{line}: column {column}: {raw!r} is not a number") from None
+    if not math.isfinite(value):
+        raise TraceError(f"{path}:{line}: column {column}: {raw!r} is not a number")
+    return value
+
+
+def gpu_count(path: Path, line: int, row: Mapping[str, str], column: str, rule: GpuRule) -> int:
+    try:
+        return whole_gpus(row.get(column) or "", rule)
+    except ValueError as exc:
+        hint = "" if rule is GpuRule.ROUND_UP else "; set `gpus: round-up` in the scenario to round up instead"
+        raise TraceError(f"{path}:{line}: column {column}: {exc}{hint}") from None
+
+
+ITP_COLUMNS = ("job_id", "submission_time", "duration", "num_gpu")
+PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus", "cluster")
+
+
+def read_itp(paths: Iterable[Path], rule: GpuRule = GpuRule.REFUSE) -> list[TraceRow]:
     """ITP rows; the team is the file's cluster (cluster04.csv.gz → c04)."""
     rows: list[TraceRow] = []
     for path in sorted(paths):
         team = "c" + path.name.split(".")[0].removeprefix("cluster")
-        with _open(path) as f:
-            for r in csv.DictReader(f):
-                rows.append(
-                    TraceRow(
-                        r["job_id"],
-                        team,
-                        int(float(r["submission_time"])),
-                        int(float(r["duration"])),
-                        int(r["num_gpu"]),
-                    )
+        for line, r in csv_rows(path, "an ITP cluster file", ITP_COLUMNS):
+            rows.append(
+                TraceRow(
+                    r["job_id"],
+                    team,
+                    int(number(path, line, r, "submission_time")),
+                    int(number(path, line, r, "duration")),
+                    gpu_count(path, line, r, "num_gpu", rule),
                 )
+            )
     return rows
 
 
-def read_philly(path: Path) -> list[TraceRow]:
+def read_philly(path: Path, rule: GpuRule = GpuRule.REFUSE) -> list[TraceRow]:
     """Philly rows; the team is the virtual cluster. Times become seconds since the first submission."""
     rows: list[tuple[datetime, int, int, str]] = []
-    with _open(path) as f:
-        for r in csv.DictReader(f):
+    for line, r in csv_rows(path, "the Philly trace (philly.csv[.gz])", PHILLY_COLUMNS):
+        try:
             at = datetime.strptime(r["timestamp"], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
-            rows.append((at, int(float(r["duration"])), int(r["num_gpus"]), r["cluster"]))
+        except ValueError:
+            raise TraceError(
+                f"{path}:{line}: column timestamp: {r['timestamp']!r} is not YYYY-MM-DD HH:MM:SS"
+            ) from None
+        rows.append(
+            (at, int(number(path, line, r, "duration")), gpu_count(path, line, r, "num_gpus", rule), r["cluster"])
+        )
+    if not rows:
+        raise TraceError(f"{path}: the trace has no rows")
     first = min(r[0] for r in rows)
     ordered = sorted(rows, key=lambda r: (r[0], r[3], r[1], r[2]))
     return [
@@ -157,10 +218,16 @@ def cluster_name(name: str, team: str) -> str:
     return f"{name}-{team}".lower()
 
 
-def organisation(name: str, rows: Sequence[TraceRow], gpus: int, parts: dict[str, int] | None = None) -> dict[str, Any]:
+def organisation(
+    name: str,
+    rows: Sequence[TraceRow],
+    gpus: int,
+    parts: dict[str, int] | None = None,
+    budget_name: Callable[[str], str] = lambda team: f"vc-{team}",
+) -> dict[str, Any]:
     """An Allotment configuration for a trace: one cluster of `gpus` H100s in 8-GPU nodes (or, with `parts`, one
-    cluster per team of its own size), a root budget with one leaf per team, each allocated the month's GPU-hours in
-    proportion to the GPU-hours the team asked for."""
+    cluster per team of its own size), a root budget with one leaf per team (named by `budget_name`), each allocated
+    the month's GPU-hours in proportion to the GPU-hours the team asked for."""
     asked: dict[str, float] = {}
     for r in rows:
         asked[r.team] = asked.get(r.team, 0.0) + placed_gpus(r.gpus) * r.duration / HOUR
@@ -177,7 +244,7 @@ def organisation(name: str, rows: Sequence[TraceRow], gpus: int, parts: dict[str
     ]
     leaves = [
         {
-            "name": f"vc-{t}",
+            "name": budget_name(t),
             "parent": "org",
             "allocation": max(round(month * asked[t] / total), 1),
             "members": [{"user": f"u-{t}", "role": "member"}],
@@ -228,18 +295,29 @@ def trace_workload(
     days: float | None = None,
     skip_days: float = 0,
     drain_days: float = 7,
+    gpu_rule: GpuRule = GpuRule.REFUSE,
 ) -> Workload:
     """A replayable workload from a trace (`kind` "itp": a folder of clusterNN.csv[.gz]; "philly": philly.csv[.gz]),
-    with its organisation written to `out_dir`."""
+    with its organisation written to `out_dir`. Raises TraceError naming the file and the fix."""
     if kind == "itp":
-        rows = read_itp(p for p in source.iterdir() if p.name.startswith("cluster"))
+        if not source.is_dir():
+            state = "is a file" if source.exists() else "does not exist"
+            raise TraceError(f"{source} {state}: the ITP trace is a folder of clusterNN.csv[.gz] files")
+        files = [p for p in source.iterdir() if p.name.startswith("cluster")]
+        if not files:
+            raise TraceError(f"{source}: no clusterNN.csv[.gz] files in it (the ITP trace's layout)")
+        every = read_itp(files, gpu_rule)
     elif kind == "philly":
-        rows = read_philly(source)
+        every = read_philly(source, gpu_rule)
     else:
-        raise ValueError(f"unknown trace kind {kind!r} (choose: itp, philly)")
-    rows = window(rows, days, skip_days)
+        raise TraceError(f"unknown trace kind {kind!r} (choose: itp, philly, csv)")
+    rows = window(every, days, skip_days)
     if not rows:
-        raise ValueError(f"no jobs in the chosen window of {source}")
+        span = (max(r.submit for r in every) - min(r.submit for r in every)) / 86400 if every else 0
+        raise TraceError(
+            f"no jobs submitted in the chosen window (skip_days {skip_days:g}, days {days}) of {source}: "
+            f"the trace spans {span:.1f} days"
+        )
     parts = partition(rows) if sizing is Sizing.PARTITIONED else None
     gpus = sum(parts.values()) if parts is not None else fleet_gpus(rows, sizing)
     name = f"{kind}-{sizing.value}"

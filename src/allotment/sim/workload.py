@@ -46,6 +46,12 @@ class SimJob:
     """The class the report groups waits by: session, batch, opportunistic, eval, pretrain …"""
     clusters: tuple[str, ...] = ()
     """Clusters the job may run on (empty: any)."""
+    gpu_types: tuple[str, ...] = ()
+    """GPU types the job may run on (empty: any)."""
+    max_runtime: Seconds | None = None
+    """The job's time limit (it is stopped there; backfilling baselines plan with it)."""
+    deadline: Seconds | None = None
+    """When it must have finished, in seconds from the start of the simulation (the report counts deadlines met)."""
 
     @property
     def total_gpus(self) -> int:
