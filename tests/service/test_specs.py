@@ -34,7 +34,7 @@ def test_defaults_are_one_gpu_guaranteed_for_an_hour() -> None:
     ("text", "field", "line", "reason"),
     [
         ("budget: x\ncommand: [a]\nresources:\n  gpus: 0\n", "resources.gpus", 4, "CPU-only work (0 GPUs) is not"),
-        ("budget: x\ncommand: [a]\nresources:\n  gpus: 1.5\n", "resources.gpus", 4, "fractional GPUs are not supported"),
+        ("budget: x\ncommand: [a]\nresources:\n  gpus: 1.5\n", "resources.gpus", 4, "fractional GPUs are not"),
         ("budget: x\ncommand: [a]\nresources:\n  gpus: -2\n", "resources.gpus", 4, "at least 1 GPU"),
         ("budget: x\ncommand: [a]\nresources: 8\n", "resources", 3, "expected a mapping"),
         ("budget: x\ncommand: [a]\ncontract:\n  klass: guaranteed\n", "contract.klass", 4, "did you mean 'class'"),

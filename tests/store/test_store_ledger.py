@@ -13,8 +13,6 @@ from allotment.core.units import cost
 from allotment.ledger import INFRASTRUCTURE, Entry, EntryKind, Rollover, adjust_key, charge_key
 from allotment.ledger.periods import WEEK, period_at
 from allotment.store.accounts import (
-    ClosedPeriodError,
-    NoOpenPeriodError,
     balances,
     open_period,
     periods,
@@ -22,6 +20,7 @@ from allotment.store.accounts import (
     posting_period,
     rolled_up,
 )
+from allotment.store.errors import ClosedPeriodError, NoOpenPeriodError
 from allotment.store.metering import (
     add_usage,
     budget_burn,

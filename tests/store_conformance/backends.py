@@ -37,9 +37,11 @@ CHARGE_EVERY = 300
 
 
 class Backend(Protocol):
-    name: str
-    store: SchedulingStore[CycleUnit]
-    policy: PolicyConfig
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def store(self) -> SchedulingStore[CycleUnit]: ...
 
     def submit(self, *subs: Submission, now: int) -> None: ...
 
