@@ -33,6 +33,86 @@ def _history(db: Path) -> str:
     return url
 
 
+def _cells(md: str, budget: str) -> list[str]:
+    [row] = [line for line in md.splitlines() if line.startswith(f"| {budget} |")]
+    return [c.strip() for c in row.strip("|").split("|")]
+
+
+def _contended(db: Path) -> str:
+    """A history in which finetune (under language) and detection (under vision) compete for the whole fleet."""
+    url = f"sqlite:///{db}"
+    jobs = [
+        *(sim_job(f"ft{i}", submit=i * 300, budget="finetune", user="chen", work=H) for i in range(60)),
+        *(sim_job(f"det{i}", submit=i * 300, budget="detection", user="dana", work=H) for i in range(60)),
+    ]
+    options = SimOptions(store="sqlite", database_url=url)
+    Simulation(Workload("contended", SMALL, tuple(jobs), 30 * H), AllotmentPolicy(), options).run()
+    return url
+
+
+def _what_if(tmp_path: Path, plan_text: str, history: str, *extra: str) -> tuple[int, str, Path]:
+    plan, out = tmp_path / "plan.yaml", tmp_path / "whatif"
+    plan.write_text(plan_text)
+    args = ["simulate", "--plan", str(plan), "--history", history, "--config", str(SMALL), "--out", str(out), *extra]
+    result = CliRunner().invoke(app, args)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, " ".join(result.output.split()), out
+
+
+def test_halving_a_contended_budget_lowers_its_expected_share(tmp_path: Path) -> None:
+    url = _contended(tmp_path / "h.db")
+    plan = (
+        "period: 2026-12-01\nbudgets:\n  - {name: language, allocation: 6500}\n"
+        "  - {name: pretrain, allocation: 4000}\n  - {name: finetune, allocation: 2500}\n"
+    )
+    code, out, report = _what_if(tmp_path, plan, url)
+    assert code == 0, out
+    cells = _cells((report / "report.md").read_text(), "finetune")
+    before, after = (float(x.strip(" %")) for x in cells[2].split("→"))
+    assert after < before  # language's weight halved: finetune gets less of the contended fleet
+    assert cells[3].startswith("-")
+
+
+def test_the_history_database_is_read_and_never_changed(tmp_path: Path) -> None:
+    url = _contended(tmp_path / "h.db")
+    files = sorted(tmp_path.glob("h.db*"))
+    before = {f.name: f.read_bytes() for f in files}
+    code, out, _ = _what_if(tmp_path, "period: 2026-12-01\nbudgets:\n  - {name: detection, allocation: 10}\n", url)
+    assert code == 0, out
+    assert {f.name: f.read_bytes() for f in sorted(tmp_path.glob("h.db*"))} == before
+
+
+def test_a_history_that_does_not_exist_is_refused_and_not_created(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.db"
+    code, out, _ = _what_if(tmp_path, "period: 2026-12-01\nbudgets:\n  - {name: detection, allocation: 10}\n",
+                            f"sqlite:///{missing}")  # fmt: skip
+    assert code == 2 and "no such database file" in out
+    assert not missing.exists()
+
+
+def test_a_span_of_no_days_is_refused(tmp_path: Path) -> None:
+    for days in ("0", "-1"):
+        code, out, _ = _what_if(
+            tmp_path, "period: 2026-12-01\nbudgets:\n  - {name: vc-c01, allocation: 1}\n",
+            f"itp:{FIXTURES / 'itp'}", "--days", days,
+        )  # fmt: skip
+        assert code == 2 and "give a number of days above 0" in out, out
+
+
+def test_a_budget_under_a_leaf_is_refused_with_its_line(tmp_path: Path) -> None:
+    plan = "period: 2026-12-01\nbudgets:\n  - {name: newbie, parent: detection, allocation: 10}\n"
+    code, out, _ = _what_if(tmp_path, plan, f"itp:{FIXTURES / 'itp'}")
+    assert code == 2, out
+
+
+def test_a_trace_path_of_the_wrong_kind_is_refused(tmp_path: Path) -> None:
+    plan = "period: 2026-12-01\nbudgets:\n  - {name: vc-c01, allocation: 1}\n"
+    code, out, _ = _what_if(tmp_path, plan, f"itp:{SMALL}")
+    assert code == 2 and "the ITP trace is a folder" in out
+    code, out, _ = _what_if(tmp_path, plan, f"philly:{FIXTURES}")
+    assert code == 2 and "is a folder; give the file itself" in out
+
+
 def test_history_from_the_database_keeps_what_each_job_asked_for_and_held(tmp_path: Path) -> None:
     jobs = history_from_database(_history(tmp_path / "h.db"), days=30)
     assert len(jobs) == 7
@@ -51,12 +131,10 @@ def test_a_starved_plan_shows_when_the_budget_runs_out(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     md = (out / "report.md").read_text()
-    [seg] = [line for line in md.splitlines() if line.startswith("| segmentation |")]
-    cells = [c.strip() for c in seg.strip("|").split("|")]
-    assert cells[1] == "10"  # the planned allocation
-    assert cells[6].startswith("2026-12-01")  # 10 credits are gone within the first day
-    [det] = [line for line in md.splitlines() if line.startswith("| detection |")]
-    assert det.strip("|").split("|")[6].strip() == "–"  # detection's 6,000 credits last
+    cells = _cells(md, "segmentation")
+    assert cells[1] == "4,000 → 10"  # the current and the planned allocation
+    assert cells[7].startswith("2026-12-01")  # 10 credits are gone within the first day
+    assert _cells(md, "detection")[7] == "–"  # detection's 6,000 credits last
 
 
 def test_what_if_on_a_trace(tmp_path: Path) -> None:
@@ -68,7 +146,7 @@ def test_what_if_on_a_trace(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     md = (out / "report.md").read_text()
-    assert "| vc-c01 | 100 |" in md and "| vc-c02 |" in md
+    assert _cells(md, "vc-c01")[1].endswith("→ 100") and _cells(md, "vc-c02")
 
 
 def test_a_plan_that_breaks_the_tree_is_refused(tmp_path: Path) -> None:
@@ -78,7 +156,9 @@ def test_a_plan_that_breaks_the_tree_is_refused(tmp_path: Path) -> None:
         app, ["simulate", "--plan", str(plan), "--history", f"itp:{FIXTURES / 'itp'}", "--out", str(tmp_path / "o")]
     )
     assert result.exit_code == 2
-    assert "the plan does not fit the organisation" in result.output
+    out = " ".join(result.output.split())
+    assert "the budget plan is invalid: line 3: budgets[0].allocation" in out  # the server's own check and line
+    assert "would get 100001336 credits, more than its 11520" in out  # exact credits, not 1e+08
 
 
 def test_a_plan_with_members_and_a_window_becomes_a_valid_configuration(tmp_path: Path) -> None:

@@ -8,20 +8,24 @@ Owns: the command's options, the Rich progress bar, choosing the report's output
 
 from __future__ import annotations
 
+import tempfile
 from enum import StrEnum
 from functools import partial
 from pathlib import Path
 from typing import Annotated
 
 import typer
+import yaml
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
+from allotment.config import ConfigError, load_config
+from allotment.service.plan_check import ServiceError, check_plan_against
 from allotment.sim import report
 from allotment.sim.batch import Task, run_all, run_task
 from allotment.sim.scenario import ScenarioError, load_scenario, make_policy
 from allotment.sim.seeds import SeedError, parse_seeds
-from allotment.sim.whatif import WhatIfError, run_what_if
+from allotment.sim.whatif import WhatIfError, current_plan_data, load_history, load_plan, period_start, run_what_if
 
 
 def _advance(bar: Progress, task: TaskID, fraction: float) -> None:
@@ -31,6 +35,30 @@ def _advance(bar: Progress, task: TaskID, fraction: float) -> None:
 class StoreKind(StrEnum):
     MEMORY = "memory"
     SQLITE = "sqlite"
+
+
+def _what_if(
+    console: Console, plan: Path, history: str, out: Path, config: Path | None, days: float, skip: float, seed: int
+) -> tuple[Path, Path]:
+    """Read the plan and the history, check the plan as `allot budget plan diff` would, then replay both plans."""
+    try:
+        parsed = load_plan(plan)
+        hist = load_history(history, config, days, skip)
+        with tempfile.TemporaryDirectory(prefix="allot-whatif-") as scratch:
+            current = Path(scratch) / "current.yaml"
+            current.write_text(yaml.safe_dump(current_plan_data(hist.data, parsed), sort_keys=False))
+            cfg = load_config(current)
+            _, diff = check_plan_against(plan.read_text(), cfg, period_start(parsed))
+        console.print(f"the plan changes {len(diff.changes)} thing(s); replaying the current and the planned budgets")
+        return run_what_if(
+            parsed, hist, out, seed=seed, days=days if not history.startswith(("itp:", "philly:")) else None
+        )
+    except (WhatIfError, ConfigError) as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(code=2) from None
+    except ServiceError as exc:
+        console.print(f"[red]{plan}: {exc}[/red]")
+        raise typer.Exit(code=2) from None
 
 
 def register(app: typer.Typer) -> None:
@@ -65,6 +93,9 @@ def simulate(
         Path | None, typer.Option("--config", help="What-if on a database: the organisation's configuration file.")
     ] = None,
     days: Annotated[float, typer.Option("--days", help="What-if: days of history to replay.")] = 30.0,
+    skip_days: Annotated[
+        float, typer.Option("--skip-days", help="What-if on a trace: start this many days into it.")
+    ] = 0.0,
     store: Annotated[
         StoreKind,
         typer.Option(
@@ -79,11 +110,7 @@ def simulate(
         if plan is None or history is None:
             console.print("[red]--plan and --history go together[/red]")
             raise typer.Exit(code=2)
-        try:
-            md, page = run_what_if(plan, history, out, config=config, days=days, seed=seed or 1)
-        except WhatIfError as exc:
-            console.print(f"[red]{exc}[/red]")
-            raise typer.Exit(code=2) from None
+        md, page = _what_if(console, plan, history, out, config, days, skip_days, seed or 1)
         console.print(f"wrote {md} and {page}")
         return
     if scenario is None:

@@ -105,6 +105,12 @@ def parse_price(value: Any) -> Decimal:
 Price = Annotated[Decimal, BeforeValidator(parse_price)]
 
 
+def credits_text(micro: int) -> str:
+    """Integer credit-microunits as exact credits: 100001000.5, 11520, 0.000001 (no rounding, no exponent)."""
+    text = format(Decimal(micro) / MICRO_PER_CREDIT, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def to_micro(credits: Decimal) -> int:
     """Exact credits → integer credit-microunits."""
     micro = credits * MICRO_PER_CREDIT

@@ -23,7 +23,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from allotment.config.errors import Loc
-from allotment.config.fields import to_micro
+from allotment.config.fields import credits_text, to_micro
 from allotment.config.plans import BudgetPlan, PlanBudget, PlanMember, PlanWindow
 from allotment.ledger import INFRASTRUCTURE, Entry, EntryKind, adjust_key, alloc_key
 from allotment.ledger.tree import ancestors
@@ -165,8 +165,8 @@ class _Planner:
                 loc: Loc = ("budgets", index[child], "allocation") if child in index else ("budgets",)
                 self.bad(
                     loc,
-                    f"the budgets under {parent!r} would get {total / 1e6:g} credits, more than its "
-                    f"{alloc.get(parent, 0) / 1e6:g}",
+                    f"the budgets under {parent!r} would get {credits_text(total)} credits, more than its "
+                    f"{credits_text(alloc.get(parent, 0))}",
                 )
 
     def _members(self) -> None:

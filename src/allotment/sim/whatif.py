@@ -1,18 +1,18 @@
 """What-if budgeting: replay a recorded history under a proposed budget plan for the next period.
 
 Owns: reading the plan (the budget-plan YAML of `allot budget plan`, docs/api.md "Budget plans"), reading the
-history — the jobs an Allotment database recorded (its jobs table and their runs) or a real trace — applying the plan
-to the organisation's configuration, replaying the history from the plan's period start through the full
-Allotment policy, and the per-budget report: expected share of the delivered GPU-time, waits and the date the
-budget would run out.
+history — the jobs an Allotment database recorded (its jobs table and their runs, through a read-only connection) or
+a real trace — applying the plan to the organisation's configuration, and replaying the history twice from the plan's
+period start through the full Allotment policy: under the current organisation and under the plan, over the
+history's span (the horizon the shares are measured on). The report is whatif_report.py; checking the plan the way a
+server would is service/plan_check.py (the CLI runs it first).
 
-Must not: change the database it reads (the history is read-only) or apply the plan (the service does).
+Must not: change the database it reads (it is opened read-only, its journal mode untouched) or apply the plan.
 """
 
 from __future__ import annotations
 
-import html
-import math
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -21,17 +21,21 @@ import yaml
 from pydantic import ValidationError
 from sqlalchemy import select
 
-from allotment.config import ConfigError, load_config
+from allotment.config import ConfigError, load_config, to_core
 from allotment.config.plans import BudgetPlan
 from allotment.core.cycle import AllotmentPolicy
 from allotment.core.jobstate import JobState
 from allotment.core.model import ContractClass, JobKind
-from allotment.sim import metrics, report
+from allotment.core.units import cost
+from allotment.engine.setup import period_spec
+from allotment.ledger.periods import period_at
 from allotment.sim.results import SimResult
 from allotment.sim.runner import SimOptions, Simulation
-from allotment.sim.traces import Sizing, fleet_gpus, organisation, read_itp, read_philly, to_jobs, window
-from allotment.sim.workload import SimJob, Workload
-from allotment.store.db import make_engine, session_factory
+from allotment.sim.traces import Sizing, TraceError, fleet_gpus, organisation, read_itp, read_philly, to_jobs, window
+from allotment.sim.whatif_report import Replays, human, rows
+from allotment.sim.whatif_report import write as write_report
+from allotment.sim.workload import SimJob, Workload, placed_gpus
+from allotment.store.db import NoDatabaseError, read_only_engine, session_factory
 from allotment.store.tables import JobRow, RunRow
 
 DAY = 86400
@@ -93,11 +97,31 @@ def apply_plan(data: dict[str, Any], plan: BudgetPlan) -> dict[str, Any]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class History:
+    """What is replayed: the jobs (times from the first submission), the organisation as configuration data, the span
+    they cover, and what each budget held in the recorded history (GPU-seconds)."""
+
+    jobs: tuple[SimJob, ...]
+    data: dict[str, Any]
+    span: int
+    recorded: dict[str, float]
+    label: str
+
+
 def history_from_database(url: str, days: float) -> list[SimJob]:
     """The jobs submitted in the last `days` days of an Allotment database, re-timed to start at 0. A finished job's
     work is the time its runs held GPUs; an unfinished one asks for its slice."""
+    return list(_database_history(url, days)[0])
+
+
+def _database_history(url: str, days: float) -> tuple[tuple[SimJob, ...], dict[str, float]]:
     try:
-        sessions = session_factory(make_engine(url))
+        engine = read_only_engine(url)
+    except (NoDatabaseError, ValueError) as exc:
+        raise WhatIfError(f"history: {exc}") from None
+    try:
+        sessions = session_factory(engine)
         with sessions() as session:
             latest = session.scalar(select(JobRow.submitted_at).order_by(JobRow.submitted_at.desc()).limit(1))
             if latest is None:
@@ -115,8 +139,10 @@ def history_from_database(url: str, days: float) -> list[SimJob]:
         raise
     except Exception as exc:
         raise WhatIfError(f"{url}: cannot read the history ({exc})") from None
+    finally:
+        engine.dispose()
     t0 = rows[0].submitted_at
-    return [
+    jobs = tuple(
         SimJob(
             id=r.id,
             submit=r.submitted_at - t0,
@@ -132,116 +158,113 @@ def history_from_database(url: str, days: float) -> list[SimJob]:
             grace=r.grace,
             fallback_opportunistic=r.fallback_opportunistic,
             cls=r.kind if r.kind == "session" else r.contract,
+            gpu_types=tuple(r.gpu_types),
+            max_runtime=r.max_runtime,
         )
         for r in rows
-    ]
+    )
+    recorded: dict[str, float] = {}
+    for r in rows:
+        recorded[r.budget] = recorded.get(r.budget, 0.0) + r.gpus * r.replicas * held.get(r.id, 0)
+    return jobs, recorded
 
 
-def _history(history: str, config: Path | None, days: float) -> tuple[list[SimJob], dict[str, Any]]:
+def load_history(history: str, config: Path | None, days: float, skip_days: float = 0) -> History:
+    """The history `history` names: an Allotment database URL (with the organisation's `config`), or itp:PATH /
+    philly:PATH (a trace, organised by the trace rules), its last `days` days (a trace: `days` after `skip_days`)."""
+    if not days > 0:
+        raise WhatIfError(f"--days: {days:g} is not a span of history; give a number of days above 0")
+    if skip_days < 0:
+        raise WhatIfError(f"--skip-days: {skip_days:g} cannot be negative")
     kind, _, rest = history.partition(":")
     if kind in ("itp", "philly") and rest:
         path = Path(rest)
-        if not path.exists():
-            raise WhatIfError(f"history: {path} does not exist")
-        rows = (
-            read_itp(p for p in path.iterdir() if p.name.startswith("cluster")) if kind == "itp" else read_philly(path)
-        )
-        rows = window(rows, days)
-        return list(to_jobs(rows)), organisation(kind, rows, fleet_gpus(rows, Sizing.CONTENDED))
-    if config is None:
-        raise WhatIfError("a database history needs --config (the organisation's configuration file)")
-    try:
-        data = yaml.safe_load(config.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise WhatIfError(f"{config}: {exc}") from None
-    return history_from_database(history, days), data
+        try:
+            if kind == "itp":
+                if not path.is_dir():
+                    raise TraceError(f"{path}: the ITP trace is a folder of clusterNN.csv[.gz] files")
+                every = read_itp(p for p in path.iterdir() if p.name.startswith("cluster"))
+            else:
+                every = read_philly(path)
+        except TraceError as exc:
+            raise WhatIfError(f"history: {exc}") from None
+        rows = window(every, days, skip_days)
+        if not rows:
+            raise WhatIfError(f"history: no jobs in days {skip_days:g} to {skip_days + days:g} of {path}")
+        jobs = tuple(to_jobs(rows))
+        recorded: dict[str, float] = {}
+        for r in rows:
+            recorded[f"vc-{r.team}"] = recorded.get(f"vc-{r.team}", 0.0) + placed_gpus(r.gpus) * r.duration
+        data = organisation(kind, rows, fleet_gpus(rows, Sizing.CONTENDED))
+        label = f"{kind} trace {path.name}, days {skip_days:g} to {skip_days + days:g}"
+    else:
+        if config is None:
+            raise WhatIfError("a database history needs --config (the organisation's configuration file)")
+        try:
+            data = yaml.safe_load(config.read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise WhatIfError(f"{config}: {exc}") from None
+        jobs, recorded = _database_history(history, days)
+        label = f"database {history}"
+    span = max(j.submit for j in jobs)
+    return History(jobs, data, span, recorded, label)
 
 
-def what_if(plan: BudgetPlan, jobs: list[SimJob], data: dict[str, Any], out: Path, seed: int = 1) -> SimResult:
+def horizon_of(history: History) -> int:
+    """Seconds the replay runs and the shares are measured over: the history's span (at least an hour), so the
+    shares are those of a contended period, not of a queue left to drain."""
+    return max(history.span, 3600)
+
+
+def current_plan_data(data: dict[str, Any], plan: BudgetPlan) -> dict[str, Any]:
+    """The organisation as it is, its period calendar starting at the plan's period (the baseline of a what-if)."""
+    return {**data, "period": {**dict(data.get("period", {})), "starts": plan.period}}
+
+
+def replay(
+    data: dict[str, Any], history: History, out: Path, name: str, start: int, seed: int = 1
+) -> tuple[SimResult, dict[str, int]]:
+    """Replay the history in the organisation `data` (written to out/name.yaml) over its horizon from `start`;
+    returns the result and each budget's cheapest slice of waiting work would cost (credit-microunits)."""
     out.mkdir(parents=True, exist_ok=True)
-    config = out / "whatif-organisation.yaml"
-    config.write_text(yaml.safe_dump(apply_plan(data, plan), sort_keys=False))
+    config = out / f"{name}.yaml"
+    config.write_text(yaml.safe_dump(data, sort_keys=False))
     try:
         cfg = load_config(config)
     except ConfigError as exc:
         raise WhatIfError(f"the plan does not fit the organisation: {exc}") from None
     leaves = {b.name for b in cfg.leaves()}
-    kept = [j for j in jobs if j.budget in leaves]
+    kept = [j for j in history.jobs if j.budget in leaves]
     if not kept:
         raise WhatIfError("no job of the history belongs to a budget of the planned organisation")
-    span = max(j.submit for j in kept)
-    start = period_start(plan)
-    notes = (f"what-if: {len(kept)} jobs of the history ({len(jobs) - len(kept)} of unknown budgets left out)",)
-    workload = Workload("what-if", config, tuple(kept), span + DAY, notes)
-    return Simulation(workload, AllotmentPolicy(), SimOptions(seed=seed, start=start), label="allotment").run()
-
-
-def budget_rows(result: SimResult, start: int) -> list[list[str]]:
-    """Per leaf budget: allocation, expected share of delivered GPU-time (and of allocations), waits, exhaustion."""
-    total_alloc = sum(result.allocations.values()) or 1
-    got: dict[str, float] = {}
-    budget_of = {j.id: j.budget for j in result.jobs}
-    for r in result.runs:
-        got[budget_of[r.job_id]] = got.get(budget_of[r.job_id], 0.0) + r.gpus * (
-            (r.end if r.end is not None else result.duration) - r.start
-        )
-    delivered = sum(got.values()) or 1.0
-    rows = [
-        [
-            "budget",
-            "allocation (credits)",
-            "allocated share",
-            "expected share",
-            "wait h (p50 / p95)",
-            "jobs finished / submitted",
-            "runs out on",
-        ]
-    ]
-    for b in sorted(result.allocations):
-        waits = metrics.Quantiles.of(
-            ((j.first_start if j.first_start is not None else result.duration) - j.submit) / 3600
-            for j in result.jobs
-            if j.budget == b
-        )
-        js = [j for j in result.jobs if j.budget == b]
-        ex = result.exhausted.get(b)
-        when = "–" if ex is None else datetime.fromtimestamp(start + ex, UTC).strftime("%Y-%m-%d %H:%M")
-        rows.append(
-            [
-                b,
-                f"{result.allocations[b] / 1e6:,.0f}",
-                f"{100 * result.allocations[b] / total_alloc:.1f} %",
-                f"{100 * got.get(b, 0.0) / delivered:.1f} %",
-                "–" if waits.n == 0 or math.isnan(waits.p50) else f"{waits.p50:.2f} / {waits.p95:.2f}",
-                f"{sum(1 for j in js if j.end is not None)} / {len(js)}",
-                when,
-            ]
-        )
-    return rows
+    notes = (f"{len(kept)} jobs of the history ({len(history.jobs) - len(kept)} of unknown budgets left out)",)
+    workload = Workload(name, config, tuple(kept), horizon_of(history), notes)
+    result = Simulation(workload, AllotmentPolicy(), SimOptions(seed=seed, start=start), label=name).run()
+    rate = min(to_core(cfg).rates.values())
+    slices: dict[str, int] = {}
+    for j in kept:
+        need = cost(j.total_gpus, rate, 1000, j.slice_seconds)
+        slices[j.budget] = min(slices.get(j.budget, need), need)
+    return result, slices
 
 
 def run_what_if(
-    plan_path: Path, history: str, out: Path, *, config: Path | None, days: float, seed: int = 1
+    plan: BudgetPlan, history: History, out: Path, *, seed: int = 1, days: float | None = None
 ) -> tuple[Path, Path]:
-    """Replay `history` under the plan at `plan_path`; write report.md and report.html into `out`."""
-    plan = load_plan(plan_path)
-    jobs, data = _history(history, config, days)
-    result = what_if(plan, jobs, data, out, seed)
+    """Replay `history` under the current organisation and under `plan`; write report.md and report.html into
+    `out`. The plan is expected to have passed service/plan_check (the CLI checks it first)."""
     start = period_start(plan)
-    rows = budget_rows(result, start)
+    current, _ = replay(current_plan_data(history.data, plan), history, out, "current", start, seed)
+    proposed, slices = replay(apply_plan(history.data, plan), history, out, "proposed", start, seed)
+    period = period_at(period_spec(load_config(out / "proposed.yaml")), start)
+    replays = Replays(current, proposed, history.recorded, slices, start, period.end)
     title = f"What-if: plan for {plan.period}" + (f" ({plan.why})" if plan.why else "")
-    notes = [*result.notes, f"history: {history}, last {days:g} days, replayed from {plan.period}"]
-    md = [f"# {title}", "", *[f"- {n}" for n in notes], "", report.markdown_table(rows), ""]
-    md += [
-        "Expected share: the budget's part of all GPU-time delivered in the replay. Runs out on: when its balance",
-        "first reaches zero (guaranteed work then stops; opportunistic work may go on).",
-        "",
+    horizon = horizon_of(history)
+    notes = [
+        *proposed.notes,
+        f"history: {history.label}"
+        + (f", its last {days:g} days asked for" if days is not None else "")
+        + f"; it spans {human(history.span)}",
+        f"replayed from {plan.period} over {human(horizon)} (the history's span): shares are of that horizon",
     ]
-    md_path, html_path = out / "report.md", out / "report.html"
-    md_path.write_text("\n".join(md))
-    body = f"<h1>{html.escape(title)}</h1><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
-    html_path.write_text(
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head><body>"
-        f"{body}{report.html_table(rows)}</body></html>"
-    )
-    return md_path, html_path
+    return write_report(title, notes, rows(replays, period.id), out)

@@ -104,3 +104,39 @@ def reading(sessions: sessionmaker[Session]) -> Iterator[Session]:
     with sessions() as session:
         session.connection(execution_options={"sqlite_begin": "DEFERRED"})
         yield session
+
+
+class NoDatabaseError(LookupError):
+    """A read-only URL names a database that does not exist (nothing is created)."""
+
+
+def _sqlite_read_only(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.isolation_level = None  # BEGIN is ours: DEFERRED, so no write lock is ever taken
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA query_only=ON")
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    finally:
+        cursor.close()
+
+
+def read_only_engine(url: str) -> Engine:
+    """An engine that can only read `url`'s database and never changes it or its settings (a what-if over a live
+    server's database). SQLite: the file must exist; it is opened read-only (mode=ro), its journal mode is left as it
+    is and transactions begin DEFERRED. PostgreSQL: every transaction is read-only."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if not database or database == ":memory:" or not Path(database).expanduser().is_file():
+            raise NoDatabaseError(f"{url}: no such database file")
+        path = Path(database).expanduser().resolve()
+        engine = create_engine(f"sqlite:///file:{path}?mode=ro&uri=true")
+        event.listen(engine, "connect", _sqlite_read_only)
+        event.listen(engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN DEFERRED"))
+        return engine
+    if parsed.get_backend_name() == "postgresql":
+        existing = parsed.query.get("options", "")
+        given = existing if isinstance(existing, str) else " ".join(existing)
+        options = f"{given} -c default_transaction_read_only=on".strip()
+        return create_engine(parsed.update_query_dict({"options": options}), pool_pre_ping=True)
+    raise ValueError(f"unsupported database {parsed.get_backend_name()!r}: use sqlite:/// or postgresql+psycopg://")
