@@ -134,3 +134,30 @@ def test_bad_input_says_where_and_what_to_do_and_exits_2(
     assert code == 2, out
     assert says in out
     assert "Traceback" not in out
+
+
+def test_fixed_nodes_put_each_budget_alone_on_its_own_or_all_in_one_pool(tmp_path: Path) -> None:
+    jobs = (
+        JobList()
+        .row("a", 0, "alpha", None, 8, 600, None, None, None, None)
+        .row("b", 0, "beta", None, 16, 600, None, None, None, None)
+        .write(tmp_path / "jobs.csv")
+    )
+    alone = job_list_workload(jobs, tmp_path / "alone", nodes={"alpha": 1, "beta": 2})
+    assert {j.id: j.clusters for j in alone.jobs} == {"a": ("csv-alpha",), "b": ("csv-beta",)}
+    assert "each budget alone on its fixed nodes" in alone.notes[1] and "24 GPUs" in alone.notes[1]
+    shared = job_list_workload(jobs, tmp_path / "shared", nodes={"alpha": 1, "beta": 2}, shared=True)
+    assert all(j.clusters == () for j in shared.jobs) and "shared" in shared.notes[1]
+    with pytest.raises(TraceError, match="missing beta"):
+        job_list_workload(jobs, tmp_path / "x", nodes={"alpha": 1})
+    with pytest.raises(TraceError, match="beta has a job of 16 GPUs, more than its 8 GPUs alone"):
+        job_list_workload(jobs, tmp_path / "y", nodes={"alpha": 1, "beta": 1})
+
+
+def test_an_itp_replay_with_fixed_nodes_runs(tmp_path: Path) -> None:
+    fixtures = Path(__file__).parent / "fixtures" / "itp"
+    code, out = _simulate(
+        tmp_path, f"{{kind: itp, path: {fixtures}, nodes: {{vc-c01: 2, vc-c02: 1}}, drain_days: 0.1}}"
+    )
+    assert code == 0, out
+    assert "each budget alone on its fixed nodes" in (tmp_path / "out" / "report.md").read_text()

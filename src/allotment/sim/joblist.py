@@ -25,16 +25,14 @@ from allotment.config.errors import ConfigError
 from allotment.config.gpus import GpuRule
 from allotment.core.model import ContractClass, JobKind
 from allotment.sim.traces import (
-    SIZING_RULES,
     Sizing,
     TraceError,
     TraceRow,
     csv_rows,
-    fleet_gpus,
     gpu_count,
     number,
     organisation,
-    partition,
+    sized,
     window,
 )
 from allotment.sim.workload import SimJob, Workload, gang_shape
@@ -161,6 +159,8 @@ def job_list_workload(
     skip_days: float = 0,
     drain_days: float = 7,
     gpu_rule: GpuRule = GpuRule.REFUSE,
+    nodes: Mapping[str, int] | None = None,
+    shared: bool = False,
 ) -> Workload:
     listed = read_job_list(path, gpu_rule)
     kept = {r.id for r in window([j.row for j in listed], days, skip_days)}
@@ -183,8 +183,7 @@ def job_list_workload(
         types = {n.gpu_type for n in core.nodes}
         fleet = f"{core.total_gpus} GPUs of {config.name}"
     else:
-        parts = partition(rows) if sizing is Sizing.PARTITIONED else None
-        gpus = sum(parts.values()) if parts is not None else fleet_gpus(rows, sizing)
+        parts, gpus, fleet = sized(rows, sizing, nodes, shared, budget_name=str)
         config = out_dir / "job-list.yaml"
         out_dir.mkdir(parents=True, exist_ok=True)
         org = organisation("csv", rows, gpus, parts, budget_name=str)
@@ -195,7 +194,6 @@ def job_list_workload(
             raise TraceError(f"{path}: the budgets it names cannot make an organisation ({exc})") from None
         known = {j.budget for j in jobs}
         types = {"H100"}
-        fleet = f"{gpus} GPUs ({sizing.value}: {SIZING_RULES[sizing]})"
         if parts is not None:
             jobs = [replace(j, clusters=(f"csv-{j.budget}".lower(),)) for j in jobs]
     for j in jobs:

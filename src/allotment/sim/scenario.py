@@ -52,6 +52,10 @@ class TraceWorkload(_Model):
     gpus: GpuRule = GpuRule.REFUSE
     """Rows with fractional or zero GPUs: refused (the default) or rounded up (`round-up`; config/gpus.py)."""
     sizing: Sizing = Sizing.CONTENDED
+    nodes: dict[str, int] | None = None
+    """Fixed 8-GPU nodes per budget (e.g. {vc-c01: 10}), replacing `sizing`: each budget alone on its nodes, or
+    with `shared: true` all of them pooled in one cluster."""
+    shared: bool = False
     days: float | None = Field(default=None, gt=0)
     """Replay only the first `days` days after `skip_days` (default: the whole trace)."""
     skip_days: float = Field(default=0, ge=0)
@@ -61,6 +65,10 @@ class TraceWorkload(_Model):
     def _organisation_for_lists(self) -> TraceWorkload:
         if self.organisation is not None and self.kind != "csv":
             raise ValueError("`organisation` is for job lists (kind: csv); ITP and Philly generate their own")
+        if self.organisation is not None and self.nodes is not None:
+            raise ValueError("give `nodes` or `organisation`, not both: the organisation has its own fleet")
+        if self.shared and self.nodes is None:
+            raise ValueError("`shared` pools the budgets' fixed `nodes`: give `nodes` too")
         return self
 
 
@@ -139,11 +147,11 @@ def build_workload(scenario: Scenario, scratch: Path, seed: int | None = None) -
         if t.kind == "csv":
             return job_list_workload(
                 t.path, scratch, organisation_file=t.organisation, sizing=t.sizing, days=t.days,
-                skip_days=t.skip_days, drain_days=t.drain_days, gpu_rule=t.gpus,
+                skip_days=t.skip_days, drain_days=t.drain_days, gpu_rule=t.gpus, nodes=t.nodes, shared=t.shared,
             )  # fmt: skip
         return trace_workload(
             t.kind, t.path, scratch, sizing=t.sizing, days=t.days, skip_days=t.skip_days, drain_days=t.drain_days,
-            gpu_rule=t.gpus,
+            gpu_rule=t.gpus, nodes=t.nodes, shared=t.shared,
         )  # fmt: skip
     except TraceError as exc:
         raise ScenarioError(str(exc)) from None

@@ -214,6 +214,45 @@ def partition(rows: Sequence[TraceRow]) -> dict[str, int]:
     return {t: fleet_gpus([r for r in rows if r.team == t], Sizing.CONTENDED) for t in teams}
 
 
+def sized(
+    rows: Sequence[TraceRow],
+    sizing: Sizing,
+    nodes: Mapping[str, int] | None,
+    shared: bool,
+    budget_name: Callable[[str], str],
+) -> tuple[dict[str, int] | None, int, str]:
+    """(team → GPUs of its own cluster, or None for one shared cluster; the fleet's GPUs; a note) for a replay.
+    `nodes` (budget → 8-GPU nodes) fixes each budget's nodes: alone on them, or with `shared` pooled in one cluster;
+    every budget of the rows must be given. Otherwise `sizing` decides."""
+    if nodes is None:
+        parts = partition(rows) if sizing is Sizing.PARTITIONED else None
+        gpus = sum(parts.values()) if parts is not None else fleet_gpus(rows, sizing)
+        return parts, gpus, f"{gpus} GPUs ({sizing.value}: {SIZING_RULES[sizing]})"
+    teams = sorted({r.team for r in rows})
+    missing = [budget_name(t) for t in teams if budget_name(t) not in nodes]
+    if missing:
+        raise TraceError(f"nodes: give every budget its nodes; missing {', '.join(missing)}")
+    bad = [b for b, n in nodes.items() if n < 1]
+    if bad:
+        raise TraceError(f"nodes: {bad[0]} needs at least 1 node")
+    per_team = {t: nodes[budget_name(t)] * GPUS_PER_NODE for t in teams}
+    largest = {t: max(placed_gpus(r.gpus) for r in rows if r.team == t) for t in teams}
+    gpus = sum(per_team.values())
+    if shared:
+        if max(largest.values()) > gpus:
+            raise TraceError(
+                f"nodes: the largest job asks for {max(largest.values())} GPUs, more than the {gpus} given"
+            )
+        return None, gpus, f"{gpus} GPUs: the fixed nodes of every budget, shared"
+    small = [t for t in teams if largest[t] > per_team[t]]
+    if small:
+        t = small[0]
+        raise TraceError(
+            f"nodes: {budget_name(t)} has a job of {largest[t]} GPUs, more than its {per_team[t]} GPUs alone"
+        )
+    return per_team, gpus, f"{gpus} GPUs: each budget alone on its fixed nodes"
+
+
 def cluster_name(name: str, team: str) -> str:
     return f"{name}-{team}".lower()
 
@@ -296,6 +335,8 @@ def trace_workload(
     skip_days: float = 0,
     drain_days: float = 7,
     gpu_rule: GpuRule = GpuRule.REFUSE,
+    nodes: Mapping[str, int] | None = None,
+    shared: bool = False,
 ) -> Workload:
     """A replayable workload from a trace (`kind` "itp": a folder of clusterNN.csv[.gz]; "philly": philly.csv[.gz]),
     with its organisation written to `out_dir`. Raises TraceError naming the file and the fix."""
@@ -318,9 +359,8 @@ def trace_workload(
             f"no jobs submitted in the chosen window (skip_days {skip_days:g}, days {days}) of {source}: "
             f"the trace spans {span:.1f} days"
         )
-    parts = partition(rows) if sizing is Sizing.PARTITIONED else None
-    gpus = sum(parts.values()) if parts is not None else fleet_gpus(rows, sizing)
-    name = f"{kind}-{sizing.value}"
+    parts, gpus, fleet = sized(rows, sizing, nodes, shared, budget_name=lambda team: f"vc-{team}")
+    name = f"{kind}-{sizing.value if nodes is None else 'fixed'}"
     out_dir.mkdir(parents=True, exist_ok=True)
     config = out_dir / f"{name}.yaml"
     config.write_text(yaml.safe_dump(organisation(kind, rows, gpus, parts), sort_keys=False))
@@ -329,7 +369,7 @@ def trace_workload(
     span = max(r.submit for r in rows)
     notes = (
         f"{kind} trace: {len(jobs)} jobs over {span / 86400:.1f} days from {source.name}",
-        f"fleet: {gpus} GPUs ({sizing.value}: {SIZING_RULES[sizing]})",
+        f"fleet: {fleet}",
         f"budgets: {len({r.team for r in rows})} teams, allocations ∝ GPU-hours asked",
     )
     return Workload(name, config, jobs, int(span + drain_days * 86400), notes)
