@@ -161,3 +161,43 @@ def test_an_itp_replay_with_fixed_nodes_runs(tmp_path: Path) -> None:
     )
     assert code == 0, out
     assert "each budget alone on its fixed nodes" in (tmp_path / "out" / "report.md").read_text()
+
+
+DATED = "submit,budget,gpus,duration\n2026-01-01 00:00,a,1,60\n2026-01-02 12:00,a,1,60\n2026-01-03 06:00,a,1,60\n"
+
+
+@pytest.mark.parametrize(
+    ("window", "jobs"),
+    [
+        pytest.param("from: 2026-01-02, to: 2026-01-03", 1, id="dates"),
+        pytest.param("from: 1d", 2, id="offset-to-the-end"),
+        pytest.param("to: 36h", 1, id="offset-end"),
+        pytest.param("from: '2026-01-02 12:00', to: 3d", 2, id="date-and-offset"),
+    ],
+)
+def test_a_date_window_picks_the_jobs_submitted_in_it(tmp_path: Path, window: str, jobs: int) -> None:
+    (tmp_path / "jobs.csv").write_text(DATED)
+    code, out = _simulate(tmp_path, f"{{kind: csv, path: jobs.csv, {window}, drain_days: 0.1}}")
+    assert code == 0, out
+    assert f"job list: {jobs} jobs" in (tmp_path / "out" / "report.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("window", "says"),
+    [
+        pytest.param("from: 2026-01-03, to: 2026-01-02", "is not after from", id="backwards"),
+        pytest.param("from: 2025-12-01", "before the trace's first submission", id="before"),
+        pytest.param("from: soon", "neither an offset (7d, 36h) nor a date", id="word"),
+        pytest.param("from: 1d, days: 1", "not both", id="both-forms"),
+    ],
+)
+def test_a_bad_date_window_is_refused(tmp_path: Path, window: str, says: str) -> None:
+    (tmp_path / "jobs.csv").write_text(DATED)
+    code, out = _simulate(tmp_path, f"{{kind: csv, path: jobs.csv, {window}}}")
+    assert code == 2 and says in out, out
+
+
+def test_a_trace_without_dates_takes_offsets_only(tmp_path: Path) -> None:
+    fixtures = Path(__file__).parent / "fixtures" / "itp"
+    code, out = _simulate(tmp_path, f"{{kind: itp, path: {fixtures}, from: 2021-01-01}}")
+    assert code == 2 and "has no dates (its times start at 0): give an offset such as 7d" in out

@@ -29,6 +29,7 @@ from allotment.sim.traces import (
     TraceError,
     TraceRow,
     csv_rows,
+    date_window,
     gpu_count,
     number,
     organisation,
@@ -50,12 +51,12 @@ class ListedJob:
     job: SimJob
 
 
-def _submit_times(path: Path, rows: list[tuple[int, dict[str, str]]]) -> list[int]:
+def _submit_times(path: Path, rows: list[tuple[int, dict[str, str]]]) -> tuple[list[int], datetime | None]:
     """Seconds of each row's submission from the first: numbers as they are, timestamps from the earliest one."""
     raw = [r.get("submit", "").strip() for _, r in rows]
     numeric = [_is_number(v) for v in raw]
     if all(numeric):
-        return [int(float(v)) for v in raw]
+        return [int(float(v)) for v in raw], None
     if any(numeric):
         first_n, first_t = (rows[numeric.index(flag)][0] for flag in (True, False))
         raise TraceError(
@@ -71,7 +72,7 @@ def _submit_times(path: Path, rows: list[tuple[int, dict[str, str]]]) -> list[in
             ) from None
         stamps.append(at if at.tzinfo is not None else at.replace(tzinfo=UTC))
     first = min(stamps)
-    return [int((at - first).total_seconds()) for at in stamps]
+    return [int((at - first).total_seconds()) for at in stamps], first
 
 
 def _is_number(v: str) -> bool:
@@ -106,10 +107,15 @@ def _choice(path: Path, line: int, raw: str, column: str, enum: type[E], default
 
 def read_job_list(path: Path, rule: GpuRule = GpuRule.REFUSE) -> list[ListedJob]:
     """Every row of the job list as a simulated job (times from the first submission)."""
+    return read_job_list_dated(path, rule)[0]
+
+
+def read_job_list_dated(path: Path, rule: GpuRule = GpuRule.REFUSE) -> tuple[list[ListedJob], datetime | None]:
+    """read_job_list, and the instant of the first submission when the list gives timestamps."""
     rows = list(csv_rows(path, WHAT, REQUIRED))
     if not rows:
         raise TraceError(f"{path}: the job list has no rows")
-    submits = _submit_times(path, rows)
+    submits, origin = _submit_times(path, rows)
     out: list[ListedJob] = []
     for (line, r), submit in zip(rows, submits, strict=True):
         budget = r["budget"].strip()
@@ -146,7 +152,7 @@ def read_job_list(path: Path, rule: GpuRule = GpuRule.REFUSE) -> list[ListedJob]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise TraceError(f"{path}: column id: {dup!r} appears more than once (ids must be unique)")
-    return out
+    return out, origin
 
 
 def job_list_workload(
@@ -161,8 +167,12 @@ def job_list_workload(
     gpu_rule: GpuRule = GpuRule.REFUSE,
     nodes: Mapping[str, int] | None = None,
     shared: bool = False,
+    start: str | None = None,
+    end: str | None = None,
 ) -> Workload:
-    listed = read_job_list(path, gpu_rule)
+    listed, origin = read_job_list_dated(path, gpu_rule)
+    if start is not None or end is not None:
+        skip_days, days = date_window(start, end, origin, "the job list")
     kept = {r.id for r in window([j.row for j in listed], days, skip_days)}
     if not kept:
         raise TraceError(f"no jobs submitted in the chosen window (skip_days {skip_days:g}, days {days}) of {path}")

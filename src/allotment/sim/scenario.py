@@ -10,11 +10,12 @@ Must not: run simulations (runner.py) or write reports (report.py).
 
 from __future__ import annotations
 
+from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from allotment import policies as baselines
 from allotment.config.fields import Duration
@@ -43,6 +44,16 @@ class SyntheticWorkload(SyntheticSpec):
     """An Allotment configuration file (fleet, budgets, users, policy)."""
 
 
+def _edge(value: Any) -> Any:
+    """YAML reads 2017-10-15 as a date: keep it as the text it was."""
+    if isinstance(value, date | datetime):
+        return value.isoformat(sep=" ") if isinstance(value, datetime) else value.isoformat()
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+WindowEdge = Annotated[str, BeforeValidator(_edge)]
+
+
 class TraceWorkload(_Model):
     kind: Literal["itp", "philly", "csv"]
     path: Path
@@ -59,6 +70,10 @@ class TraceWorkload(_Model):
     days: float | None = Field(default=None, gt=0)
     """Replay only the first `days` days after `skip_days` (default: the whole trace)."""
     skip_days: float = Field(default=0, ge=0)
+    start: WindowEdge | None = Field(default=None, alias="from")
+    """The window's start instead of `skip_days`: an offset (7d) or, for a trace with dates, a date (2017-10-15)."""
+    end: WindowEdge | None = Field(default=None, alias="to")
+    """The window's end instead of `days`: an offset or a date."""
     drain_days: float = Field(default=7, ge=0)
 
     @model_validator(mode="after")
@@ -67,6 +82,8 @@ class TraceWorkload(_Model):
             raise ValueError("`organisation` is for job lists (kind: csv); ITP and Philly generate their own")
         if self.organisation is not None and self.nodes is not None:
             raise ValueError("give `nodes` or `organisation`, not both: the organisation has its own fleet")
+        if (self.start is not None or self.end is not None) and (self.days is not None or self.skip_days):
+            raise ValueError("give the window as `from`/`to` or as `skip_days`/`days`, not both")
         if self.shared and self.nodes is None:
             raise ValueError("`shared` pools the budgets' fixed `nodes`: give `nodes` too")
         return self
@@ -148,10 +165,11 @@ def build_workload(scenario: Scenario, scratch: Path, seed: int | None = None) -
             return job_list_workload(
                 t.path, scratch, organisation_file=t.organisation, sizing=t.sizing, days=t.days,
                 skip_days=t.skip_days, drain_days=t.drain_days, gpu_rule=t.gpus, nodes=t.nodes, shared=t.shared,
+                start=t.start, end=t.end,
             )  # fmt: skip
         return trace_workload(
             t.kind, t.path, scratch, sizing=t.sizing, days=t.days, skip_days=t.skip_days, drain_days=t.drain_days,
-            gpu_rule=t.gpus, nodes=t.nodes, shared=t.shared,
+            gpu_rule=t.gpus, nodes=t.nodes, shared=t.shared, start=t.start, end=t.end,
         )  # fmt: skip
     except TraceError as exc:
         raise ScenarioError(str(exc)) from None

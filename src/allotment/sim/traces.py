@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from allotment.config import load_config
+from allotment.config.fields import parse_duration
 from allotment.config.gpus import GpuRule, whole_gpus
 from allotment.core.model import ContractClass
 from allotment.sim.workload import GPUS_PER_NODE, SimJob, Workload, gang_shape, placed_gpus
@@ -135,6 +136,11 @@ def read_itp(paths: Iterable[Path], rule: GpuRule = GpuRule.REFUSE) -> list[Trac
 
 def read_philly(path: Path, rule: GpuRule = GpuRule.REFUSE) -> list[TraceRow]:
     """Philly rows; the team is the virtual cluster. Times become seconds since the first submission."""
+    return read_philly_dated(path, rule)[0]
+
+
+def read_philly_dated(path: Path, rule: GpuRule = GpuRule.REFUSE) -> tuple[list[TraceRow], datetime]:
+    """read_philly, and the instant of the first submission (second 0 of the rows)."""
     rows: list[tuple[datetime, int, int, str]] = []
     for line, r in csv_rows(path, "the Philly trace (philly.csv[.gz])", PHILLY_COLUMNS):
         try:
@@ -153,7 +159,38 @@ def read_philly(path: Path, rule: GpuRule = GpuRule.REFUSE) -> list[TraceRow]:
     return [
         TraceRow(f"p{i:06d}", vc, int((at - first).total_seconds()), max(duration, 1), gpus)
         for i, (at, duration, gpus, vc) in enumerate(ordered)
-    ]
+    ], first
+
+
+def date_window(start: str | None, end: str | None, origin: datetime | None, source: str) -> tuple[float, float | None]:
+    """(skip_days, days) of a window given as `from`/`to`: each an offset from the trace's start (7d, 36h) or, for a
+    trace with dates (Philly, a job list with timestamps), a date or date and time (2017-10-15, 2017-10-15 08:00)."""
+
+    def at(value: str, name: str) -> float:
+        try:
+            return parse_duration(value) / 86400
+        except (ValueError, TypeError):
+            pass
+        try:
+            when = datetime.fromisoformat(value)
+        except ValueError:
+            raise TraceError(
+                f"{name}: {value!r} is neither an offset (7d, 36h) nor a date (YYYY-MM-DD[ HH:MM])"
+            ) from None
+        if origin is None:
+            raise TraceError(f"{name}: {source} has no dates (its times start at 0): give an offset such as 7d")
+        when = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+        return (when - origin).total_seconds() / 86400
+
+    skip = at(start, "from") if start is not None else 0.0
+    if skip < 0:
+        raise TraceError(f"from: {start} is before the trace's first submission ({origin:%Y-%m-%d %H:%M})")
+    if end is None:
+        return skip, None
+    stop = at(end, "to")
+    if stop <= skip:
+        raise TraceError(f"to: {end} is not after from ({start or 'the start'})")
+    return skip, stop - skip
 
 
 def window(rows: Sequence[TraceRow], days: float | None, skip_days: float = 0) -> list[TraceRow]:
@@ -337,6 +374,8 @@ def trace_workload(
     gpu_rule: GpuRule = GpuRule.REFUSE,
     nodes: Mapping[str, int] | None = None,
     shared: bool = False,
+    start: str | None = None,
+    end: str | None = None,
 ) -> Workload:
     """A replayable workload from a trace (`kind` "itp": a folder of clusterNN.csv[.gz]; "philly": philly.csv[.gz]),
     with its organisation written to `out_dir`. Raises TraceError naming the file and the fix."""
@@ -347,11 +386,13 @@ def trace_workload(
         files = [p for p in source.iterdir() if p.name.startswith("cluster")]
         if not files:
             raise TraceError(f"{source}: no clusterNN.csv[.gz] files in it (the ITP trace's layout)")
-        every = read_itp(files, gpu_rule)
+        every, origin = read_itp(files, gpu_rule), None
     elif kind == "philly":
-        every = read_philly(source, gpu_rule)
+        every, origin = read_philly_dated(source, gpu_rule)
     else:
         raise TraceError(f"unknown trace kind {kind!r} (choose: itp, philly, csv)")
+    if start is not None or end is not None:
+        skip_days, days = date_window(start, end, origin, f"the {kind} trace")
     rows = window(every, days, skip_days)
     if not rows:
         span = (max(r.submit for r in every) - min(r.submit for r in every)) / 86400 if every else 0
