@@ -181,3 +181,17 @@ def test_a_plan_with_members_and_a_window_becomes_a_valid_configuration(tmp_path
     assert [(m.user, m.role.value) for m in detection.members] == [("dana", "lead"), ("eli", "member")]
     assert [(w.id, w.gpus) for w in cfg.windows if w.budget == "detection"] == [("det-dec", 8)]
     assert period_start(plan) == 1796083200  # 2026-12-01T00:00:00Z
+
+
+def test_the_budgets_of_a_history_are_listed_to_plan_against() -> None:
+    result = CliRunner().invoke(app, ["simulate", "--history", f"itp:{FIXTURES / 'itp'}", "--budgets"])
+    assert result.exit_code == 0, result.output
+    assert "vc-c01" in result.output and "vc-c02" in result.output
+
+
+def test_the_report_plots_each_budgets_balance_under_both_plans(tmp_path: Path) -> None:
+    url = _contended(tmp_path / "h.db")
+    code, out, report = _what_if(tmp_path, "period: 2026-12-01\nbudgets:\n  - {name: detection, allocation: 10}\n", url)
+    assert code == 0, out
+    assert (report / "burn-down.png").read_bytes()[:4] == b"\x89PNG"
+    assert "burn-down.png" in (report / "report.md").read_text()

@@ -18,6 +18,7 @@ import typer
 import yaml
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 from allotment.config import ConfigError, load_config
 from allotment.service.plan_check import ServiceError, check_plan_against
@@ -35,6 +36,25 @@ def _advance(bar: Progress, task: TaskID, fraction: float) -> None:
 class StoreKind(StrEnum):
     MEMORY = "memory"
     SQLITE = "sqlite"
+
+
+def _print_budgets(history: str, config: Path | None, days: float, skip: float) -> None:
+    """The budgets of the organisation a history replays in, with their parents, allocations and jobs."""
+    console = Console()
+    try:
+        hist = load_history(history, config, days, skip)
+    except WhatIfError as exc:
+        Console(stderr=True).print(f"[red]{exc}[/red]")
+        raise typer.Exit(code=2) from None
+    jobs: dict[str, int] = {}
+    for j in hist.jobs:
+        jobs[j.budget] = jobs.get(j.budget, 0) + 1
+    table = Table("budget", "parent", "allocation (credits)", "jobs in the history", title=hist.label)
+    for b in hist.data.get("budgets", []):
+        table.add_row(
+            str(b["name"]), str(b.get("parent") or "–"), str(b.get("allocation", 0)), str(jobs.get(b["name"], 0))
+        )
+    console.print(table)
 
 
 def _what_if(
@@ -93,6 +113,10 @@ def simulate(
         Path | None, typer.Option("--config", help="What-if on a database: the organisation's configuration file.")
     ] = None,
     days: Annotated[float, typer.Option("--days", help="What-if: days of history to replay.")] = 30.0,
+    list_budgets: Annotated[
+        bool,
+        typer.Option("--budgets", help="What-if: list the history's budgets to plan against, then stop."),
+    ] = False,
     skip_days: Annotated[
         float, typer.Option("--skip-days", help="What-if on a trace: start this many days into it.")
     ] = 0.0,
@@ -106,6 +130,12 @@ def simulate(
     """Simulate SCENARIO under each policy and write a side-by-side report; or, with --plan and --history, replay a
     recorded history under a proposed budget plan and report each budget's expected share, waits and exhaustion."""
     console = Console(stderr=True)
+    if list_budgets:
+        if history is None:
+            console.print("[red]--budgets lists the budgets of a --history: give one[/red]")
+            raise typer.Exit(code=2)
+        _print_budgets(history, config, days, skip_days)
+        return
     if plan is not None or history is not None:
         if plan is None or history is None:
             console.print("[red]--plan and --history go together[/red]")

@@ -9,7 +9,7 @@ Must not: compute metrics (metrics.py) or run anything.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from allotment.core.model import Micro, Seconds
@@ -76,6 +76,8 @@ class SimResult:
     wall_seconds: float
     decide_seconds: float
     notes: tuple[str, ...] = ()
+    burn: Mapping[str, tuple[tuple[Seconds, Micro], ...]] = field(default_factory=dict)
+    """Leaf budget → (seconds from the start, balance) after each change in the first period (for burn-down plots)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -254,6 +254,7 @@ class Simulation:
             if e.kind != EntryKind.CARRYOVER.value:
                 balances[f"{e.budget}@{e.period_id}"] = balances.get(f"{e.budget}@{e.period_id}", 0) + e.amount
         exhausted = _exhaustion(back.entries, start)
+        burn = _burn(back.entries, start)
         first: dict[str, Seconds] = {}
         last_end: dict[str, Seconds] = {}
         for r in runs:
@@ -295,6 +296,7 @@ class Simulation:
             wall_seconds=wall,
             decide_seconds=decide_s,
             notes=self.workload.notes,
+            burn=burn,
         )
 
 
@@ -311,3 +313,22 @@ def _exhaustion(entries: Iterable[LedgerLine], start: Seconds) -> dict[str, Seco
         if before is not None and before > 0 >= running[key] and e.budget not in out and e.budget != INFRASTRUCTURE:
             out[e.budget] = e.at - start
     return out
+
+
+def _burn(entries: Iterable[LedgerLine], start: Seconds) -> dict[str, tuple[tuple[Seconds, int], ...]]:
+    """Leaf budget → its balance in the first period after each instant it changed (seconds from the start)."""
+    lines = [e for e in entries if e.kind != EntryKind.CARRYOVER.value and e.budget != INFRASTRUCTURE]
+    if not lines:
+        return {}
+    first = min(lines, key=lambda e: e.at).period_id
+    balance: dict[str, int] = {}
+    points: dict[str, list[tuple[Seconds, int]]] = {}
+    for e in sorted((e for e in lines if e.period_id == first), key=lambda e: e.at):
+        balance[e.budget] = balance.get(e.budget, 0) + e.amount
+        series = points.setdefault(e.budget, [])
+        t = e.at - start
+        if series and series[-1][0] == t:
+            series[-1] = (t, balance[e.budget])
+        else:
+            series.append((t, balance[e.budget]))
+    return {b: tuple(p) for b, p in points.items()}

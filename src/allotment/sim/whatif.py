@@ -32,7 +32,7 @@ from allotment.ledger.periods import period_at
 from allotment.sim.results import SimResult
 from allotment.sim.runner import SimOptions, Simulation
 from allotment.sim.traces import Sizing, TraceError, fleet_gpus, organisation, read_itp, read_philly, to_jobs, window
-from allotment.sim.whatif_report import Replays, human, rows
+from allotment.sim.whatif_report import Replays, burn_plot, human, rows
 from allotment.sim.whatif_report import write as write_report
 from allotment.sim.workload import SimJob, Workload, placed_gpus
 from allotment.store.db import NoDatabaseError, read_only_engine, session_factory
@@ -267,4 +267,4 @@ def run_what_if(
         + f"; it spans {human(history.span)}",
         f"replayed from {plan.period} over {human(horizon)} (the history's span): shares are of that horizon",
     ]
-    return write_report(title, notes, rows(replays, period.id), out)
+    return write_report(title, notes, rows(replays, period.id), out, burn_plot(replays, out))
