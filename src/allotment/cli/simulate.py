@@ -70,9 +70,14 @@ def _what_if(
             cfg = load_config(current)
             _, diff = check_plan_against(plan.read_text(), cfg, period_start(parsed))
         console.print(f"the plan changes {len(diff.changes)} thing(s); replaying the current and the planned budgets")
-        return run_what_if(
-            parsed, hist, out, seed=seed, days=days if not history.startswith(("itp:", "philly:")) else None
-        )
+        asked = None if history.startswith(("itp:", "philly:")) else days
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(), console=console
+        ) as bar:
+            ids = {name: bar.add_task(f"{name:>9} plan", total=1.0) for name in ("current", "proposed")}
+            return run_what_if(
+                parsed, hist, out, seed=seed, days=asked, progress=lambda name, f: bar.update(ids[name], completed=f)
+            )
     except (WhatIfError, ConfigError) as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(code=2) from None

@@ -12,6 +12,7 @@ Must not: change the database it reads (it is opened read-only, its journal mode
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -222,7 +223,13 @@ def current_plan_data(data: dict[str, Any], plan: BudgetPlan) -> dict[str, Any]:
 
 
 def replay(
-    data: dict[str, Any], history: History, out: Path, name: str, start: int, seed: int = 1
+    data: dict[str, Any],
+    history: History,
+    out: Path,
+    name: str,
+    start: int,
+    seed: int = 1,
+    progress: Callable[[float], None] | None = None,
 ) -> tuple[SimResult, dict[str, int]]:
     """Replay the history in the organisation `data` (written to out/name.yaml) over its horizon from `start`;
     returns the result and each budget's cheapest slice of waiting work would cost (credit-microunits)."""
@@ -239,7 +246,7 @@ def replay(
         raise WhatIfError("no job of the history belongs to a budget of the planned organisation")
     notes = (f"{len(kept)} jobs of the history ({len(history.jobs) - len(kept)} of unknown budgets left out)",)
     workload = Workload(name, config, tuple(kept), horizon_of(history), notes)
-    result = Simulation(workload, AllotmentPolicy(), SimOptions(seed=seed, start=start), label=name).run()
+    result = Simulation(workload, AllotmentPolicy(), SimOptions(seed=seed, start=start), label=name).run(progress)
     rate = min(to_core(cfg).rates.values())
     slices: dict[str, int] = {}
     for j in kept:
@@ -249,13 +256,20 @@ def replay(
 
 
 def run_what_if(
-    plan: BudgetPlan, history: History, out: Path, *, seed: int = 1, days: float | None = None
+    plan: BudgetPlan,
+    history: History,
+    out: Path,
+    *,
+    seed: int = 1,
+    days: float | None = None,
+    progress: Callable[[str, float], None] | None = None,
 ) -> tuple[Path, Path]:
     """Replay `history` under the current organisation and under `plan`; write report.md and report.html into
     `out`. The plan is expected to have passed service/plan_check (the CLI checks it first)."""
     start = period_start(plan)
-    current, _ = replay(current_plan_data(history.data, plan), history, out, "current", start, seed)
-    proposed, slices = replay(apply_plan(history.data, plan), history, out, "proposed", start, seed)
+    tell = (lambda name: lambda f: progress(name, f)) if progress is not None else (lambda name: None)
+    current, _ = replay(current_plan_data(history.data, plan), history, out, "current", start, seed, tell("current"))
+    proposed, slices = replay(apply_plan(history.data, plan), history, out, "proposed", start, seed, tell("proposed"))
     period = period_at(period_spec(load_config(out / "proposed.yaml")), start)
     replays = Replays(current, proposed, history.recorded, slices, start, period.end)
     title = f"What-if: plan for {plan.period}" + (f" ({plan.why})" if plan.why else "")
