@@ -20,7 +20,7 @@ from pathlib import Path
 
 from allotment.core.cycle import AllotmentPolicy
 from allotment.sim.runner import SimOptions, Simulation
-from allotment.sim.traces import Sizing, trace_workload
+from allotment.sim.traces import Replay, Sizing, trace_workload
 from benchmarks.core_build import core_build
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,9 +39,7 @@ def main() -> None:
             "itp",
             ROOT / "data" / "traces" / "itp-2021",
             Path(tmp),
-            sizing=Sizing(args.sizing),
-            days=args.days,
-            drain_days=0,
+            Replay(sizing=Sizing(args.sizing), days=args.days, drain_days=0),
         )
         load = time.perf_counter() - t0
         options = SimOptions(resolution=args.resolution, idle_gap=3600, store=args.store)

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from allotment.cli.main import app
 from allotment.config.gpus import GpuRule
 from allotment.sim.joblist import job_list_workload
-from allotment.sim.traces import TraceError
+from allotment.sim.traces import Replay, TraceError
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "examples" / "small" / "allotment.yaml"
@@ -49,7 +49,7 @@ def test_a_job_list_is_replayed_with_its_limits_types_and_deadlines(tmp_path: Pa
         .row("c", 120, "detection", "dana", 1, 600, 30, None, "session", None)
         .write(tmp_path / "jobs.csv")
     )
-    workload = job_list_workload(jobs, tmp_path, organisation_file=SMALL, drain_days=0.2)
+    workload = job_list_workload(jobs, tmp_path, Replay(drain_days=0.2), organisation_file=SMALL)
     by_id = {j.id: j for j in workload.jobs}
     assert (by_id["a"].gpu_types, by_id["a"].deadline) == (("H100",), 7200)
     assert (by_id["b"].gpus, by_id["b"].replicas, by_id["b"].max_runtime) == (8, 2, 900)
@@ -71,7 +71,7 @@ def test_fractional_gpus_round_up_only_when_the_scenario_asks(tmp_path: Path) ->
     jobs = JobList().row("a", 0, "alpha", None, "0.5", 600, None, None, None, None).write(tmp_path / "jobs.csv")
     with pytest.raises(TraceError, match="fractional GPUs are not supported"):
         job_list_workload(jobs, tmp_path)
-    assert job_list_workload(jobs, tmp_path, gpu_rule=GpuRule.ROUND_UP).jobs[0].gpus == 1
+    assert job_list_workload(jobs, tmp_path, Replay(gpu_rule=GpuRule.ROUND_UP)).jobs[0].gpus == 1
 
 
 BAD = [
@@ -143,15 +143,15 @@ def test_fixed_nodes_put_each_budget_alone_on_its_own_or_all_in_one_pool(tmp_pat
         .row("b", 0, "beta", None, 16, 600, None, None, None, None)
         .write(tmp_path / "jobs.csv")
     )
-    alone = job_list_workload(jobs, tmp_path / "alone", nodes={"alpha": 1, "beta": 2})
+    alone = job_list_workload(jobs, tmp_path / "alone", Replay(nodes={"alpha": 1, "beta": 2}))
     assert {j.id: j.clusters for j in alone.jobs} == {"a": ("csv-alpha",), "b": ("csv-beta",)}
     assert "each budget alone on its fixed nodes" in alone.notes[1] and "24 GPUs" in alone.notes[1]
-    shared = job_list_workload(jobs, tmp_path / "shared", nodes={"alpha": 1, "beta": 2}, shared=True)
+    shared = job_list_workload(jobs, tmp_path / "shared", Replay(nodes={"alpha": 1, "beta": 2}, shared=True))
     assert all(j.clusters == () for j in shared.jobs) and "shared" in shared.notes[1]
     with pytest.raises(TraceError, match="missing beta"):
-        job_list_workload(jobs, tmp_path / "x", nodes={"alpha": 1})
+        job_list_workload(jobs, tmp_path / "x", Replay(nodes={"alpha": 1}))
     with pytest.raises(TraceError, match="beta has a job of 16 GPUs, more than its 8 GPUs alone"):
-        job_list_workload(jobs, tmp_path / "y", nodes={"alpha": 1, "beta": 1})
+        job_list_workload(jobs, tmp_path / "y", Replay(nodes={"alpha": 1, "beta": 1}))
 
 
 def test_an_itp_replay_with_fixed_nodes_runs(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from allotment.config import load_config
 from allotment.sim.traces import (
+    Replay,
     Sizing,
     TraceRow,
     demand_curve,
@@ -74,7 +75,7 @@ def test_allocations_follow_the_gpu_hours_each_team_asked_for(tmp_path: Path) ->
 
 
 def test_trace_workload_writes_a_valid_organisation(tmp_path: Path) -> None:
-    w = trace_workload("philly", FIXTURES / "philly.csv", tmp_path, sizing=Sizing.ORIGINAL)
+    w = trace_workload("philly", FIXTURES / "philly.csv", tmp_path, Replay(sizing=Sizing.ORIGINAL))
     cfg = load_config(w.config)
     assert sum(cfg.gpus_by_type().values()) == 24  # the 12-GPU job holds two whole nodes, plus one GPU → 3 nodes
     assert {j.budget for j in w.jobs} == {"vc-vca", "vc-vcb"}
@@ -90,7 +91,7 @@ def test_the_repository_carries_both_traces_compressed() -> None:
 
 
 def test_partitioned_sizing_puts_each_team_on_its_own_nodes(tmp_path: Path) -> None:
-    w = trace_workload("itp", FIXTURES / "itp", tmp_path, sizing=Sizing.PARTITIONED)
+    w = trace_workload("itp", FIXTURES / "itp", tmp_path, Replay(sizing=Sizing.PARTITIONED))
     cfg = load_config(w.config)
     sizes = {c.name: sum(g.count * g.gpus_per_node for g in c.node_groups) for c in cfg.fleet.clusters}
     assert sizes == {"itp-c01": 16, "itp-c02": 8}  # c01's largest job is a 16-GPU gang; c02's median is 4 → a node

@@ -12,7 +12,7 @@ from allotment.config import load_config
 from allotment.core.cycle import AllotmentPolicy
 from allotment.sim.runner import SimOptions, Simulation
 from allotment.sim.whatif import apply_plan, history_from_database, load_plan, period_start
-from allotment.sim.workload import Workload
+from allotment.sim.workload import SimJob, Workload
 from tests.sim.builders import sim_job
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,16 +21,21 @@ FIXTURES = Path(__file__).parent / "fixtures"
 H = 3600
 
 
-def _history(db: Path) -> str:
-    """Record a small history in an Allotment database by running it through the engine."""
+def _record(db: Path, jobs: list[SimJob], hours: int) -> str:
+    """Record a history in an Allotment database by running `jobs` through the engine on the SQL store."""
     url = f"sqlite:///{db}"
+    options = SimOptions(store="sqlite", database_url=url)
+    Simulation(Workload("history", SMALL, tuple(jobs), hours * H), AllotmentPolicy(), options).run()
+    return url
+
+
+def _history(db: Path) -> str:
+    """A small history: segmentation's four 2-hour jobs and detection's three 1-hour ones."""
     jobs = [
         *(sim_job(f"seg{i}", submit=i * H, budget="segmentation", user="eli", work=2 * H) for i in range(4)),
         *(sim_job(f"det{i}", submit=i * H, budget="detection", user="dana", work=H) for i in range(3)),
     ]
-    options = SimOptions(store="sqlite", database_url=url)
-    Simulation(Workload("history", SMALL, tuple(jobs), 12 * H), AllotmentPolicy(), options).run()
-    return url
+    return _record(db, jobs, 12)
 
 
 def _cells(md: str, budget: str) -> list[str]:
@@ -40,14 +45,11 @@ def _cells(md: str, budget: str) -> list[str]:
 
 def _contended(db: Path) -> str:
     """A history in which finetune (under language) and detection (under vision) compete for the whole fleet."""
-    url = f"sqlite:///{db}"
     jobs = [
         *(sim_job(f"ft{i}", submit=i * 300, budget="finetune", user="chen", work=H) for i in range(60)),
         *(sim_job(f"det{i}", submit=i * 300, budget="detection", user="dana", work=H) for i in range(60)),
     ]
-    options = SimOptions(store="sqlite", database_url=url)
-    Simulation(Workload("contended", SMALL, tuple(jobs), 30 * H), AllotmentPolicy(), options).run()
-    return url
+    return _record(db, jobs, 30)
 
 
 def _what_if(tmp_path: Path, plan_text: str, history: str, *extra: str) -> tuple[int, str, Path]:

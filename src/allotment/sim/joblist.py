@@ -25,11 +25,10 @@ from allotment.config.errors import ConfigError
 from allotment.config.gpus import GpuRule
 from allotment.core.model import ContractClass, JobKind
 from allotment.sim.traces import (
-    Sizing,
+    Replay,
     TraceError,
     TraceRow,
     csv_rows,
-    date_window,
     gpu_count,
     number,
     organisation,
@@ -158,21 +157,13 @@ def read_job_list_dated(path: Path, rule: GpuRule = GpuRule.REFUSE) -> tuple[lis
 def job_list_workload(
     path: Path,
     out_dir: Path,
+    replay: Replay | None = None,
     *,
     organisation_file: Path | None = None,
-    sizing: Sizing = Sizing.CONTENDED,
-    days: float | None = None,
-    skip_days: float = 0,
-    drain_days: float = 7,
-    gpu_rule: GpuRule = GpuRule.REFUSE,
-    nodes: Mapping[str, int] | None = None,
-    shared: bool = False,
-    start: str | None = None,
-    end: str | None = None,
 ) -> Workload:
-    listed, origin = read_job_list_dated(path, gpu_rule)
-    if start is not None or end is not None:
-        skip_days, days = date_window(start, end, origin, "the job list")
+    r = replay or Replay()
+    listed, origin = read_job_list_dated(path, r.gpu_rule)
+    skip_days, days = r.window(origin, "the job list")
     kept = {r.id for r in window([j.row for j in listed], days, skip_days)}
     if not kept:
         raise TraceError(f"no jobs submitted in the chosen window (skip_days {skip_days:g}, days {days}) of {path}")
@@ -193,7 +184,7 @@ def job_list_workload(
         types = {n.gpu_type for n in core.nodes}
         fleet = f"{core.total_gpus} GPUs of {config.name}"
     else:
-        parts, gpus, fleet = sized(rows, sizing, nodes, shared, budget_name=str)
+        parts, gpus, fleet = sized(rows, r.sizing, r.nodes, r.shared, budget_name=str)
         config = out_dir / "job-list.yaml"
         out_dir.mkdir(parents=True, exist_ok=True)
         org = organisation("csv", rows, gpus, parts, budget_name=str)
@@ -223,4 +214,4 @@ def job_list_workload(
         f"fleet: {fleet}",
     )
     return Workload(f"job-list-{path.stem}", config, tuple(sorted(jobs, key=lambda j: (j.submit, j.id))),
-                    int(span + drain_days * 86400), notes)  # fmt: skip
+                    int(span + r.drain_days * 86400), notes)  # fmt: skip

@@ -25,7 +25,7 @@ from allotment.core.policy import Policy
 from allotment.sim.joblist import job_list_workload
 from allotment.sim.runner import Faults, SimOptions
 from allotment.sim.synthetic import SyntheticSpec, generate
-from allotment.sim.traces import Sizing, TraceError, trace_workload
+from allotment.sim.traces import Replay, Sizing, TraceError, trace_workload
 from allotment.sim.workload import Workload
 
 ALLOTMENT = "allotment"
@@ -160,17 +160,11 @@ def build_workload(scenario: Scenario, scratch: Path, seed: int | None = None) -
         return generate(w.synthetic.organisation, spec, scenario.seed if seed is None else seed, scenario.name)
     assert w.trace is not None
     t = w.trace
+    replay = Replay(t.sizing, t.days, t.skip_days, t.drain_days, t.gpus, t.nodes, t.shared, start=t.start, end=t.end)
     try:
         if t.kind == "csv":
-            return job_list_workload(
-                t.path, scratch, organisation_file=t.organisation, sizing=t.sizing, days=t.days,
-                skip_days=t.skip_days, drain_days=t.drain_days, gpu_rule=t.gpus, nodes=t.nodes, shared=t.shared,
-                start=t.start, end=t.end,
-            )  # fmt: skip
-        return trace_workload(
-            t.kind, t.path, scratch, sizing=t.sizing, days=t.days, skip_days=t.skip_days, drain_days=t.drain_days,
-            gpu_rule=t.gpus, nodes=t.nodes, shared=t.shared, start=t.start, end=t.end,
-        )  # fmt: skip
+            return job_list_workload(t.path, scratch, replay, organisation_file=t.organisation)
+        return trace_workload(t.kind, t.path, scratch, replay)
     except TraceError as exc:
         raise ScenarioError(str(exc)) from None
 

@@ -362,21 +362,29 @@ def to_jobs(
         )
 
 
-def trace_workload(
-    kind: str,
-    source: Path,
-    out_dir: Path,
-    *,
-    sizing: Sizing = Sizing.CONTENDED,
-    days: float | None = None,
-    skip_days: float = 0,
-    drain_days: float = 7,
-    gpu_rule: GpuRule = GpuRule.REFUSE,
-    nodes: Mapping[str, int] | None = None,
-    shared: bool = False,
-    start: str | None = None,
-    end: str | None = None,
-) -> Workload:
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """How a trace or a job list is replayed: the fleet (a sizing rule, or fixed nodes per budget alone or shared), the
+    window (`skip_days`/`days`, or `start`/`end` as offsets or dates), the days left to drain, the GPU-count rule."""
+
+    sizing: Sizing = Sizing.CONTENDED
+    days: float | None = None
+    skip_days: float = 0
+    drain_days: float = 7
+    gpu_rule: GpuRule = GpuRule.REFUSE
+    nodes: Mapping[str, int] | None = None
+    shared: bool = False
+    start: str | None = None
+    end: str | None = None
+
+    def window(self, origin: datetime | None, source: str) -> tuple[float, float | None]:
+        """(skip_days, days) of the replayed window (date_window when `start` or `end` is given)."""
+        if self.start is None and self.end is None:
+            return self.skip_days, self.days
+        return date_window(self.start, self.end, origin, source)
+
+
+def trace_workload(kind: str, source: Path, out_dir: Path, replay: Replay | None = None) -> Workload:
     """A replayable workload from a trace (`kind` "itp": a folder of clusterNN.csv[.gz]; "philly": philly.csv[.gz]),
     with its organisation written to `out_dir`. Raises TraceError naming the file and the fix."""
     if kind == "itp":
@@ -386,13 +394,13 @@ def trace_workload(
         files = [p for p in source.iterdir() if p.name.startswith("cluster")]
         if not files:
             raise TraceError(f"{source}: no clusterNN.csv[.gz] files in it (the ITP trace's layout)")
-        every, origin = read_itp(files, gpu_rule), None
+        every, origin = read_itp(files, (replay or Replay()).gpu_rule), None
     elif kind == "philly":
-        every, origin = read_philly_dated(source, gpu_rule)
+        every, origin = read_philly_dated(source, (replay or Replay()).gpu_rule)
     else:
         raise TraceError(f"unknown trace kind {kind!r} (choose: itp, philly, csv)")
-    if start is not None or end is not None:
-        skip_days, days = date_window(start, end, origin, f"the {kind} trace")
+    r = replay or Replay()
+    skip_days, days = r.window(origin, f"the {kind} trace")
     rows = window(every, days, skip_days)
     if not rows:
         span = (max(r.submit for r in every) - min(r.submit for r in every)) / 86400 if every else 0
@@ -400,8 +408,8 @@ def trace_workload(
             f"no jobs submitted in the chosen window (skip_days {skip_days:g}, days {days}) of {source}: "
             f"the trace spans {span:.1f} days"
         )
-    parts, gpus, fleet = sized(rows, sizing, nodes, shared, budget_name=lambda team: f"vc-{team}")
-    name = f"{kind}-{sizing.value if nodes is None else 'fixed'}"
+    parts, gpus, fleet = sized(rows, r.sizing, r.nodes, r.shared, budget_name=lambda team: f"vc-{team}")
+    name = f"{kind}-{r.sizing.value if r.nodes is None else 'fixed'}"
     out_dir.mkdir(parents=True, exist_ok=True)
     config = out_dir / f"{name}.yaml"
     config.write_text(yaml.safe_dump(organisation(kind, rows, gpus, parts), sort_keys=False))
@@ -413,4 +421,4 @@ def trace_workload(
         f"fleet: {fleet}",
         f"budgets: {len({r.team for r in rows})} teams, allocations ∝ GPU-hours asked",
     )
-    return Workload(name, config, jobs, int(span + drain_days * 86400), notes)
+    return Workload(name, config, jobs, int(span + r.drain_days * 86400), notes)
