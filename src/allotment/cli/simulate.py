@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 import yaml
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -44,7 +45,7 @@ def _print_budgets(history: str, config: Path | None, days: float, skip: float) 
     try:
         hist = load_history(history, config, days, skip)
     except WhatIfError as exc:
-        Console(stderr=True).print(f"[red]{exc}[/red]")
+        Console(stderr=True).print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
         raise typer.Exit(code=2) from None
     jobs: dict[str, int] = {}
     for j in hist.jobs:
@@ -79,10 +80,10 @@ def _what_if(
                 parsed, hist, out, seed=seed, days=asked, progress=lambda name, f: bar.update(ids[name], completed=f)
             )
     except (WhatIfError, ConfigError) as exc:
-        console.print(f"[red]{exc}[/red]")
+        console.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
         raise typer.Exit(code=2) from None
     except ServiceError as exc:
-        console.print(f"[red]{plan}: {exc}[/red]")
+        console.print(f"[red]{escape(f'{plan}: {exc}')}[/red]", soft_wrap=True)
         raise typer.Exit(code=2) from None
 
 
@@ -158,7 +159,7 @@ def simulate(
             make_policy(n)
         chosen = parse_seeds(seeds) if seeds is not None else [seed if seed is not None else spec.seed]
     except (ScenarioError, SeedError) as exc:
-        console.print(f"[red]{exc}[/red]")
+        console.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
         raise typer.Exit(code=2) from None
     if jobs < 1:
         console.print("[red]--jobs: at least 1 worker process[/red]")
@@ -175,7 +176,7 @@ def simulate(
                 done = run_all(tasks, jobs, lambda d: bar.update(ids[d.task], completed=1.0))
         except ScenarioError as exc:
             bar.stop()
-            console.print(f"[red]{exc}[/red]")
+            console.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
             raise typer.Exit(code=2) from None
     by_policy = {n: [(d.task.seed, d.metrics) for d in done if d.task.policy == n] for n in names}
     stats = [
