@@ -33,8 +33,6 @@ from allotment.store.jobs import Submission, submit_many
 from allotment.store.memory import MemorySchedulingStore
 from allotment.store.tables import JobRow, LedgerEntryRow, NodeRow, RunRow
 
-_ACTIVE_VALUES = frozenset(s.value for s in ACTIVE_ORDERED)
-
 
 @dataclass(frozen=True, slots=True)
 class RunRead:
