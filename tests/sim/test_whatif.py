@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import yaml
@@ -75,13 +77,20 @@ def test_halving_a_contended_budget_lowers_its_expected_share(tmp_path: Path) ->
     assert cells[3].startswith("-")
 
 
+def _dump(db: Path) -> list[str]:
+    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        return list(conn.iterdump())
+
+
 def test_the_history_database_is_read_and_never_changed(tmp_path: Path) -> None:
-    url = _contended(tmp_path / "h.db")
-    files = sorted(tmp_path.glob("h.db*"))
-    before = {f.name: f.read_bytes() for f in files}
+    db = tmp_path / "h.db"
+    url = _contended(db)
+    file_before, rows_before = db.read_bytes(), _dump(db)
     code, out, _ = _what_if(tmp_path, "period: 2026-12-01\nbudgets:\n  - {name: detection, allocation: 10}\n", url)
     assert code == 0, out
-    assert {f.name: f.read_bytes() for f in sorted(tmp_path.glob("h.db*"))} == before
+    assert db.read_bytes() == file_before and _dump(db) == rows_before
+    wal = tmp_path / "h.db-wal"  # a reader of a WAL database may create it (and -shm, the index), never write to it
+    assert not wal.exists() or wal.stat().st_size == 0
 
 
 def test_a_history_that_does_not_exist_is_refused_and_not_created(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqlalchemy import Engine as SqlEngine
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -186,6 +187,13 @@ class Built:
     store_errors: tuple[type[Exception], ...] = (SQLAlchemyError,)
     """What the store's adapter raises when the database is away: the server retries the loop after a backoff (the
     executor's counterpart is the port's ExecutorUnavailable)."""
+
+    def close(self) -> None:
+        """Close the database's pooled connections now. A SQLite connection the garbage collector closes later
+        checkpoints the WAL into the file at that moment; a caller done with the database closes it here."""
+        bind = self.sessions.kw.get("bind")
+        if isinstance(bind, SqlEngine):
+            bind.dispose()
 
 
 def build(

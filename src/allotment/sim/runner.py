@@ -109,6 +109,14 @@ class Simulation:
 
     # -- the loop ----------------------------------------------------------------------------------------------
     def run(self, progress: Callable[[float], None] | None = None) -> SimResult:
+        """Play the workload to its horizon (or until every job has ended) and read the results back. The store is
+        closed afterwards, whatever happens: a simulation on SQLite leaves its database file as it finished."""
+        try:
+            return self._loop(progress)
+        finally:
+            self.world.close()
+
+    def _loop(self, progress: Callable[[float], None] | None) -> SimResult:
         opts, start = self.options, self.options.start
         horizon = start + self.workload.horizon
         arrivals = sorted(self.workload.jobs, key=lambda j: (j.submit, j.id))

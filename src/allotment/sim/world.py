@@ -11,7 +11,7 @@ Must not: decide, apply decisions or compute metrics; neither side holds a rule 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -87,13 +87,18 @@ class World(Protocol):
 
     def read_back(self) -> ReadBack: ...
 
+    def close(self) -> None:
+        """Release what the store holds open (a database's connections), so nothing changes its files later."""
+        ...
+
 
 _FAULT = "simulated hardware fault"
 
 
 class SqlWorld:
-    def __init__(self, sessions: sessionmaker[Session]) -> None:
+    def __init__(self, sessions: sessionmaker[Session], close: Callable[[], None]) -> None:
         self.sessions = sessions
+        self._close = close
 
     def submit(self, subs: Sequence[Submission], now: Seconds) -> None:
         with self.sessions.begin() as session:
@@ -155,6 +160,9 @@ class SqlWorld:
             )
         return ReadBack(runs, states, entries)
 
+    def close(self) -> None:
+        self._close()
+
 
 class MemoryWorld:
     def __init__(self, store: MemorySchedulingStore) -> None:
@@ -201,6 +209,9 @@ class MemoryWorld:
         entries = tuple(LedgerLine(e.budget, e.period_id, e.kind.value, e.amount, e.at) for e in s.entries)
         return ReadBack(runs, states, entries)
 
+    def close(self) -> None:
+        """Nothing is held open: the tables are this process's memory."""
+
 
 STORES = ("memory", "sqlite")
 
@@ -220,7 +231,7 @@ def assemble(
     if store == "sqlite":
         settings = Settings(config=config, data_dir=Path("."), database_url=database_url, charge_every=charge_every)
         built = build(settings, executor=executor, policy=policy, clock=clock)
-        return Assembled(built.engine, SqlWorld(built.sessions), built.config)
+        return Assembled(built.engine, SqlWorld(built.sessions, built.close), built.config)
     if store != "memory":
         raise ValueError(f"unknown store {store!r} (choose: {', '.join(STORES)})")
     cfg = load_config(config)
