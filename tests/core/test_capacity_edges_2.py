@@ -143,12 +143,23 @@ def _jobs_of_one_shape_after_one_of_them_started() -> World:
     return w.pending("eight-c", "red", gpus=8, submitted_at=0, priority=1)
 
 
+def _a_job_no_node_can_hold_beside_its_budgets_limit() -> World:
+    # a 16-GPU job on 8-GPU nodes can never run, whatever red's limit does: after red's 8- and 4-GPU jobs start
+    # (12 of its 16), it waits for NO_POOL, not for the limit, on either path through the cycle
+    w = _fleet_for_red_at_most_16()
+    w.pending("eight", "red", gpus=8, submitted_at=0, priority=3)
+    w.pending("four", "red", gpus=4, submitted_at=0, priority=2)
+    return w.pending("huge", "red", gpus=16, submitted_at=0, priority=1)
+
+
 FUNDING = [
     Funding("gangs-beside-one-whole-free-node", _gangs_beside_one_whole_free_node, 100, {"whole-node": 100 + HOUR},
             {"on-c2": Blocker.CAPACITY, "gang-a": Blocker.LIMIT, "gang-b": Blocker.LIMIT}),
     Funding("jobs-of-one-shape-after-one-of-them-started", _jobs_of_one_shape_after_one_of_them_started, 100,
             {"eight-a": 100 + HOUR, "half-node": 100 + HOUR},
             {"on-c2": Blocker.CAPACITY, "eight-b": Blocker.LIMIT, "eight-c": Blocker.LIMIT}),
+    Funding("a-job-no-node-can-hold-beside-its-budgets-limit", _a_job_no_node_can_hold_beside_its_budgets_limit, 100,
+            {"eight": 100 + HOUR, "four": 100 + HOUR}, {"on-c2": Blocker.CAPACITY, "huge": Blocker.NO_POOL}),
 ]  # fmt: skip
 
 

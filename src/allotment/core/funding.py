@@ -34,6 +34,12 @@ def terms(st: CycleState, job: Job) -> Terms:
     return found
 
 
+def never_fits(st: CycleState, job: Job) -> bool:
+    """No pool the job allows could ever hold it: it waits for NO_POOL, which comes before every other blocker
+    (waiting for its limit or its funds would not help)."""
+    return not _shape(st, job).usable
+
+
 def standing_blocker(st: CycleState, job: Job) -> Blocker:
     """What keeps a job waiting apart from GPUs, by the slice-funding rule alone: NO_POOL when no pool could ever
     hold it, the terms' blocker where its pools have windows, FUNDS when the budget cannot pay for a slice in any

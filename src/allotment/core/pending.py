@@ -30,7 +30,7 @@ from allotment.core.caches import Terms
 from allotment.core.capacity import Capacity, Occupant
 from allotment.core.decisions import Blocker, PreemptReason, Reserve
 from allotment.core.fairshare import credits_per_hour
-from allotment.core.funding import terms
+from allotment.core.funding import never_fits, terms
 from allotment.core.indices import Indices, sort_by_budget_order
 from allotment.core.model import ContractClass, Job, JobKind, ReservationKind, RunClass, Seconds
 from allotment.core.outcome import Outcome
@@ -270,6 +270,9 @@ def _consider(
     ):
         # fast path: only free GPUs could still help this job and no node has enough; explain() finds the blocker
         st.out.pass_over(job.id)
+        return Served.WAITS
+    if never_fits(st, job):
+        st.out.block(job.id, Blocker.NO_POOL)
         return Served.WAITS
     if st.within_limits(job, job.total_gpus) is not None:
         st.out.block(job.id, Blocker.LIMIT)

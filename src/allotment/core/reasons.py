@@ -120,11 +120,12 @@ class Explainer:
         return reason
 
     def _checked_blocker(self, job: Job) -> Blocker:
-        """The blocker of a job the fast path passed over: its limits and funds, else capacity (the cycle's state
-        no longer changes)."""
-        if self.st.within_limits(job, job.total_gpus) is not None:
+        """The blocker of a job the fast path passed over: NO_POOL when no pool could ever hold it, else its limits,
+        else its funds or capacity (the cycle's state no longer changes)."""
+        standing = standing_blocker(self.st, job)
+        if standing is not Blocker.NO_POOL and self.st.within_limits(job, job.total_gpus) is not None:
             return Blocker.LIMIT
-        return standing_blocker(self.st, job)
+        return standing
 
     def _explain(
         self,
