@@ -271,11 +271,8 @@ def _consider(
         # fast path: only free GPUs could still help this job and no node has enough; explain() finds the blocker
         st.out.pass_over(job.id)
         return Served.WAITS
-    if never_fits(st, job):
-        st.out.block(job.id, Blocker.NO_POOL)
-        return Served.WAITS
     if st.within_limits(job, job.total_gpus) is not None:
-        st.out.block(job.id, Blocker.LIMIT)
+        st.out.block(job.id, Blocker.NO_POOL if never_fits(st, job) else Blocker.LIMIT)  # terms() says NO_POOL too
         return Served.WAITS
     t = terms(st, job)
     if t.blocker is not None:

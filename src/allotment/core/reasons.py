@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from allotment.core.capacity import Pool
 from allotment.core.decisions import Blocker, Hint, HintKind, Reserve, WaitReason
-from allotment.core.funding import standing_blocker
+from allotment.core.funding import never_fits, standing_blocker
 from allotment.core.model import Job, JobKind, ReservationKind, RunClass, Seconds
 from allotment.core.placement import gpus_held, node_size, nodes_needed
 from allotment.core.reservations import earliest_on_node
@@ -122,10 +122,9 @@ class Explainer:
     def _checked_blocker(self, job: Job) -> Blocker:
         """The blocker of a job the fast path passed over: NO_POOL when no pool could ever hold it, else its limits,
         else its funds or capacity (the cycle's state no longer changes)."""
-        standing = standing_blocker(self.st, job)
-        if standing is not Blocker.NO_POOL and self.st.within_limits(job, job.total_gpus) is not None:
-            return Blocker.LIMIT
-        return standing
+        if self.st.within_limits(job, job.total_gpus) is not None:
+            return Blocker.NO_POOL if never_fits(self.st, job) else Blocker.LIMIT
+        return standing_blocker(self.st, job)
 
     def _explain(
         self,
