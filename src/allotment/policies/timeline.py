@@ -3,16 +3,17 @@ planned starts made so far in the cycle (docs/baselines.md, "Backfill").
 
 Owns: the availability profile of each node — free GPUs now, plus the GPUs of each running job from its known end
 on, minus the GPUs of each planned start from its planned time on (a planned job is assumed to run for ever, the
-conservative choice) — the test "can this job run on this node over [start, end) without taking GPUs a planned
-start counts on", the earliest planned start of a job (one node, or k whole nodes at the same time), and taking
-GPUs for starts and plans.
+conservative choice), kept as steps (the times it changes, the free GPUs from each on) — the test "can this job run
+on this node over [start, end) without taking GPUs a planned start counts on", the earliest planned start of a job
+(one node, or k whole nodes at the same time; one pass over a node's steps), and taking GPUs for starts and plans.
 
 Must not: order jobs or decide who starts (fifo.py and slurm.py do), or change the cycle's Capacity.
 """
 
 from __future__ import annotations
 
-from bisect import insort
+from bisect import bisect_right, insort
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from allotment.core.capacity import Pool
@@ -30,6 +31,26 @@ class Plan:
     start: Seconds
 
 
+def earliest_start(
+    times: Sequence[Seconds], levels: Sequence[int], gpus: int, duration: Seconds | None
+) -> Seconds | None:
+    """The first of `times` from which `levels` (the free GPUs from each time on, to the next) stay at least `gpus`
+    for `duration` seconds (None: for ever); None if there is none."""
+    j, n = 0, len(times)
+    while j < n:
+        if levels[j] < gpus:
+            j += 1
+            continue
+        end = None if duration is None else times[j] + duration
+        k = j + 1
+        while k < n and (end is None or times[k] < end) and levels[k] >= gpus:
+            k += 1
+        if k == n or (end is not None and times[k] >= end):
+            return times[j]
+        j = k + 1  # every start up to times[k] spans the step that is too low
+    return None
+
+
 class Timeline:
     def __init__(self, frame: Frame) -> None:
         self.frame = frame
@@ -37,6 +58,10 @@ class Timeline:
         self.free: dict[int, int] = {}
         self.events: dict[int, list[tuple[Seconds, int]]] = {}
         """Node index → (time, change of free GPUs) in time order: + at a known end, − at a planned start."""
+        self._profiles: dict[int, tuple[list[Seconds], list[int]]] = {}
+        """Node index → its availability as steps: the times it changes (now first) and the free GPUs from each on.
+        Built when first asked for, dropped when the node's events change (take, hold)."""
+        self._candidates: dict[tuple[Pool, int, frozenset[str] | None], list[int]] = {}
         for slot in frame.cap.nodes:
             if not slot.accepts:
                 continue
@@ -49,28 +74,36 @@ class Timeline:
             events.sort()
             self.events[slot.idx] = events
 
+    def _profile(self, idx: int) -> tuple[list[Seconds], list[int]]:
+        found = self._profiles.get(idx)
+        if found is None:
+            times, levels = [self.now], [self.free[idx]]
+            for t, d in self.events[idx]:  # every event is at now or later
+                if t == times[-1]:
+                    levels[-1] += d
+                else:
+                    times.append(t)
+                    levels.append(levels[-1] + d)
+            found = self._profiles[idx] = (times, levels)
+        return found
+
     def available(self, idx: int, at: Seconds) -> int:
-        return self.free[idx] + sum(d for t, d in self.events[idx] if t <= at)
+        times, levels = self._profile(idx)
+        return levels[max(bisect_right(times, at) - 1, 0)]
 
     def fits(self, idx: int, gpus: int, start: Seconds, end: Seconds | None) -> bool:
         """Could `gpus` GPUs of the node be held over [start, end) (end None: for ever) without taking GPUs that a
-        planned start counts on?"""
+        planned start counts on? (`start` is now or later.)"""
         if idx not in self.free:
             return False
-        events = self.events[idx]
-        level = self.free[idx]
-        i, n = 0, len(events)
-        while i < n and events[i][0] <= start:
-            level += events[i][1]
-            i += 1
-        if level < gpus:
+        times, levels = self._profile(idx)
+        j = max(bisect_right(times, start) - 1, 0)
+        if levels[j] < gpus:
             return False
-        while i < n and (end is None or events[i][0] < end):
-            at = events[i][0]
-            while i < n and events[i][0] == at:  # every change at one instant at once
-                level += events[i][1]
-                i += 1
-            if level < gpus:
+        for k in range(j + 1, len(times)):
+            if end is not None and times[k] >= end:
+                break
+            if levels[k] < gpus:
                 return False
         return True
 
@@ -78,13 +111,28 @@ class Timeline:
         return self.fits(idx, gpus, self.now, self.frame.end_if_started(job))
 
     def earliest_on(self, idx: int, gpus: int, duration: Seconds | None) -> Seconds | None:
-        """The earliest time the node could hold `gpus` GPUs for `duration` (None: for ever)."""
+        """The earliest time the node could hold `gpus` GPUs for `duration` (None: for ever). Only the times its
+        availability changes can be that time, and a step below `gpus` inside a candidate's span rules out every
+        candidate up to that step too (their spans hold it as well): one pass over the steps."""
         if idx not in self.free:
             return None
-        for t in [self.now] + [t for t, _ in self.events[idx] if t > self.now]:
-            if self.fits(idx, gpus, t, None if duration is None else t + duration):
-                return t
-        return None
+        times, levels = self._profile(idx)
+        return earliest_start(times, levels, gpus, duration)
+
+    def _nodes_for(self, job: Job, pool: Pool, need: int) -> list[int]:
+        """The pool's accepting nodes with `need` GPUs that the job may use (they do not change within a cycle)."""
+        frame = self.frame
+        key = (pool, need, frame.access(job))
+        found = self._candidates.get(key)
+        if found is None:
+            found = self._candidates[key] = [
+                i
+                for i in frame.cap.pools[pool]
+                if frame.cap.nodes[i].accepts
+                and frame.cap.nodes[i].node.gpus >= need
+                and frame.allowed(job, frame.cap.nodes[i])
+            ]
+        return found
 
     def span(self, job: Job) -> Seconds | None:
         """How long a job holds its GPUs at most once started (its time limit plus grace); None: unbounded."""
@@ -102,13 +150,7 @@ class Timeline:
             if k == 0:
                 continue
             need = job.total_gpus if k == 1 else size
-            nodes = [
-                i
-                for i in frame.cap.pools[pool]
-                if frame.cap.nodes[i].accepts
-                and frame.cap.nodes[i].node.gpus >= need
-                and frame.allowed(job, frame.cap.nodes[i])
-            ]
+            nodes = self._nodes_for(job, pool, need)
             if len(nodes) < k:
                 continue
             found = self._plan_in(pool, nodes, need, k, duration)
@@ -157,12 +199,14 @@ class Timeline:
     def take(self, idx: int, gpus: int, end: Seconds | None) -> None:
         """A job starts on the node now with `gpus` GPUs, freeing them at `end` (None: never, as far as known)."""
         self.free[idx] -= gpus
+        self._profiles.pop(idx, None)
         if end is not None:
             insort(self.events[idx], (end, gpus))
 
     def hold(self, plan: Plan, span: Seconds | None) -> None:
         """A planned start holds its GPUs from its planned time for `span` seconds (None: for ever)."""
         for idx, gpus in plan.nodes:
+            self._profiles.pop(idx, None)
             if plan.start <= self.now:
                 self.free[idx] -= gpus
             else:
