@@ -5,10 +5,11 @@ The statement checked, worked out from pending.py and admission.py: take the fle
 leaving work are not free yet) and the nodes its reservations claim. A pending job that waits for capacity (its
 blocker is not FUNDS, LIMIT, SESSION_LIMIT, NO_POOL or WINDOW) and holds no reservation must not fit on ready,
 unclaimed nodes of a pool it could have used: whole free nodes for a multi-node gang, one node with enough free GPUs
-otherwise, leaving the cluster's headroom (free GPUs plus GPUs of quick-leaving work) intact unless it is a session or
-quick-leaving work itself. A pool it could have used is one its budget can fund a slice on even after the cycle's own
-grants (any pool for opportunistic work, or for a fallback job whose budget could fund none before the cycle), and
-for slices, one no capacity window of another budget touches (windows are promise 4's business).
+otherwise, leaving the cluster's session room (free GPUs plus GPUs of quick-leaving work, on nodes no reservation
+claims) intact unless it is a session or quick-leaving work itself. A pool it could have used is one its budget can
+fund a slice on even after the cycle's own grants (any pool for opportunistic work, or for a fallback job whose
+budget could fund none before the cycle), and for slices, one no capacity window of another budget touches (windows
+are promise 4's business).
 Capacity only shrinks during a cycle, so a job that fits afterwards also fitted when the cycle considered it.
 """
 
@@ -81,9 +82,11 @@ def after(case: Case, d: Decisions) -> After:
             held[a.node] |= set(a.gpus)
     ready = {n.name: n for n in snap.nodes if n.state is NodeState.READY}
     free = {name: n.gpus - len(held[name]) for name, n in ready.items()}
-    quick_free: dict[str, int] = {}
+    claimed = {name for r in d.reserves for name, _ in r.nodes}
+    quick_free: dict[str, int] = {}  # the session room: free and fast-leaving GPUs on ready, unclaimed nodes
     for name, n in ready.items():
-        quick_free[n.cluster] = quick_free.get(n.cluster, 0) + free[name]
+        if name not in claimed:
+            quick_free[n.cluster] = quick_free.get(n.cluster, 0) + free[name]
     running_quick = [
         (j.run.placement)
         for j in snap.jobs
@@ -94,7 +97,7 @@ def after(case: Case, d: Decisions) -> After:
     ]
     for placement in running_quick + started_quick:
         for a in placement:
-            if a.node in ready:
+            if a.node in ready and a.node not in claimed:
                 c = ready[a.node].cluster
                 quick_free[c] = quick_free.get(c, 0) + len(a.gpus)
     before = {b: acc.balance - committed(snap, now).get(b, 0) for b, acc in snap.accounts.items()}
@@ -118,7 +121,6 @@ def after(case: Case, d: Decisions) -> After:
         bound = cost(gpus, top_rate, max(1000, pol.session_price), slice_length(pol, job))
         spent[job.budget] = spent.get(job.budget, 0) + bound
     available = {b: v - spent.get(b, 0) for b, v in before.items()}
-    claimed = {name for r in d.reserves for name, _ in r.nodes}
     return After(free, claimed, quick_free, available, before)
 
 

@@ -2,7 +2,8 @@
 on come from funding.py).
 
 Owns the rules
-- `session-headroom`: only sessions and work that leaves within seconds may use a cluster's headroom (promise 9);
+- `session-room`: only sessions and work that leaves within seconds may take a cluster below its session room, the
+  free and fast-leaving GPUs on nodes no plan claims (promise 9; capacity.Capacity.room);
 - `backfill-cannot-delay` applied to placement: work that would still hold reserved GPUs at a planned start is kept
   off them, or gets a slice that ends in time (promise 8);
 - `never-preempt-in-vain`: victims are chosen only when the preemptor can then start on the GPUs they free, and
@@ -53,7 +54,7 @@ def headroom_allowance(st: CycleState, job: Job, t: Terms, ignore: bool = False)
     exempt = ignore or job.kind is JobKind.SESSION or (t.run_class is RunClass.OPPORTUNISTIC and st.ix.quick(job))
 
     def allowance(cluster: str) -> int | None:
-        return None if exempt else st.cap.quick_free.get(cluster, 0) - st.ix.pol.headroom_for(cluster)
+        return None if exempt else st.cap.room(cluster) - st.ix.pol.headroom_for(cluster)
 
     return allowance
 
@@ -62,7 +63,7 @@ def headroom_filter(st: CycleState, job: Job, t: Terms, ignore: bool = False) ->
     exempt = ignore or job.kind is JobKind.SESSION or (t.run_class is RunClass.OPPORTUNISTIC and st.ix.quick(job))
 
     def ok(cluster: str, gpus: int) -> bool:
-        return exempt or st.cap.quick_free.get(cluster, 0) - gpus >= st.ix.pol.headroom_for(cluster)
+        return exempt or st.cap.room(cluster) - gpus >= st.ix.pol.headroom_for(cluster)
 
     return ok
 

@@ -164,6 +164,9 @@ class Capacity:
         """Per cluster, the GPUs of accepting nodes that no reservation claims (rule `plans-leave-session-room`)."""
         self.claimed_nodes: dict[str, int] = {}
         """Per cluster, how many accepting nodes a reservation claims."""
+        self.claimed_room: dict[str, int] = {}
+        """Per cluster, the free and fast-leaving GPUs on accepting nodes a reservation claims: they belong to its plan,
+        not to the session room (see room())."""
         for slot in self.nodes:
             if slot.accepts:
                 c = slot.node.cluster
@@ -329,7 +332,27 @@ class Capacity:
         c = slot.node.cluster
         if not quick:
             self.quick_free[c] -= gpus
+            if slot.claim is not None:
+                self.claimed_room[c] -= gpus
         return taken
+
+    def room_deficit(self, cluster: str, want: int) -> int:
+        """How many GPUs the cluster's session room lacks, counting GPUs already leaving unclaimed nodes as back."""
+        if want <= 0:
+            return 0
+        coming = sum(
+            o.gpus
+            for s in self.nodes
+            if s.node.cluster == cluster and s.accepts and s.claim is None
+            for o in s.occupants
+            if o.leaving
+        )
+        return want - self.room(cluster) - coming
+
+    def room(self, cluster: str) -> int:
+        """Rule `session-room`: the cluster's GPUs a session could have within seconds — free or held by
+        fast-leaving work, on accepting nodes no reservation claims."""
+        return self.quick_free.get(cluster, 0) - self.claimed_room.get(cluster, 0)
 
     def set_claim(self, idx: int, claim: Claim | None) -> None:
         """Hold a node for a reservation, or release it."""
@@ -339,6 +362,8 @@ class Capacity:
             sign = 1 if claim is None else -1
             self.unclaimed[c] += sign * slot.node.gpus
             self.claimed_nodes[c] = self.claimed_nodes.get(c, 0) - sign
+            room = len(slot.free) + sum(o.gpus for o in slot.occupants if o.quick)
+            self.claimed_room[c] = self.claimed_room.get(c, 0) - sign * room
         slot.claim = claim
         self.changes[slot.pool].append(idx)
 

@@ -156,7 +156,7 @@ def window_claims(st: CycleState) -> None:
             if held + need > w.gpus or st.within_limits(job, need) is not None:
                 continue
             pinned = Terms(t.run_class, (pool,), (t.slice_end(pool),), None)
-            placement = place_free(st, job, pinned, ignore_headroom=True)
+            placement = place_free(st, job, pinned)
             if placement is not None:
                 start_free(st, job, pinned, placement, "capacity-window")
                 held += placement.gpus
@@ -165,9 +165,7 @@ def window_claims(st: CycleState) -> None:
             if key in preempt_failed:
                 continue
             reclaim = _reclaim_for(w.budget)
-            if place_by_preemption(
-                st, job, pinned, reclaim, ignore_headroom=True, indexed=(("window", w.budget), reclaim, True)
-            ):
+            if place_by_preemption(st, job, pinned, reclaim, indexed=(("window", w.budget), reclaim, True)):
                 held += need
             else:
                 preempt_failed.add(key)
@@ -304,9 +302,9 @@ def _consider(
     if job.budget not in st.out.planned_budgets and len(st.out.planned_budgets) < st.ix.pol.max_reservations:
         st.out.plan_for(job.budget)
         yields = st.yields_to(job)
-        binds = _headroom_holds_all_free(st, job, t)
+        spare = _room_spare(st, job, t)
         plan = plan_start(
-            job, t.pools, st.cap, st.ix.topology, st.ix.now, yields, binds, st.earliest_bounds, st.ix.pol.headroom_for
+            job, t.pools, st.cap, st.ix.topology, st.ix.now, yields, spare, st.earliest_bounds, st.ix.pol.headroom_for
         )
         if plan is not None:
             planned = claim_and_call_due(st, job, plan.nodes, yields, plan.planned_start)
@@ -320,15 +318,20 @@ def _consider(
     return Served.WAITS
 
 
-def _headroom_holds_all_free(st: CycleState, job: Job, t: Terms) -> Callable[[str, int], bool]:
-    """For planning: a cluster whose free GPUs are all session headroom offers none of them to this job (only GPUs
-    freed later count); sessions and fast-leaving work are never held back."""
+def _room_spare(st: CycleState, job: Job, t: Terms) -> Callable[[str, int], int | None]:
+    """For planning (rule `session-room`): how many of a cluster's room GPUs — free, or held by fast-leaving work, on
+    unclaimed nodes — a plan for `gpus` GPUs may count as its own: None (all it needs) where starting on them now
+    would leave the session room whole, else the room beyond the session room (0 where there is none). Otherwise a
+    plan for now would take the room the next cycle as a reservation start. Sessions and fast-leaving work are never
+    held back."""
     exempt = headroom_filter(st, job, t)
 
-    def binds(cluster: str, gpus: int) -> bool:
-        return not exempt(cluster, gpus) and st.cap.quick_free.get(cluster, 0) <= st.ix.pol.headroom_for(cluster)
+    def spare(cluster: str, gpus: int) -> int | None:
+        if exempt(cluster, gpus):
+            return None
+        return max(0, st.cap.room(cluster) - st.ix.pol.headroom_for(cluster))
 
-    return binds
+    return spare
 
 
 def _opportunistic_yields_to_guaranteed(occ: Occupant) -> PreemptReason | None:
@@ -372,11 +375,10 @@ def headroom_refill(ix: Indices, cap: Capacity, out: Outcome) -> None:
         want = ix.pol.headroom_for(cluster)
         if want <= 0:
             continue
-        slots = [s for s in cap.nodes if s.node.cluster == cluster and s.accepts]
-        coming = sum(o.gpus for s in slots if s.claim is None for o in s.occupants if o.leaving)
-        deficit = want - cap.quick_free.get(cluster, 0) - coming
+        deficit = cap.room_deficit(cluster, want)
         if deficit <= 0:
             continue
+        slots = [s for s in cap.nodes if s.node.cluster == cluster and s.accepts]
         cands = [
             (s, o)
             for s in slots

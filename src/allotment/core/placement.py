@@ -87,10 +87,14 @@ def find_free(
             continue
         if k == 1:
             need = job.total_gpus
-            if capacity.max_free_in_pool(pool) < need or not cluster_ok(pool[0], need):
+            if capacity.max_free_in_pool(pool) < need:
                 continue
+            # the cluster's session room counts only unclaimed nodes: a start on a claimed node (backfill that
+            # cannot delay the plan) leaves the room as it is
+            room_ok = cluster_ok(pool[0], need)
             for idx in capacity.nodes_with_free(pool, need):
-                if node_ok(capacity.nodes[idx], need):
+                slot = capacity.nodes[idx]
+                if (room_ok or slot.claim is not None) and node_ok(slot, need):
                     return Placement(pool, ((idx, need),))
             continue
         if len(capacity.nodes_with_free(pool, size)) < k or not cluster_ok(pool[0], k * size):

@@ -35,23 +35,36 @@ def nobody_yields(occ: Occupant) -> bool:
 
 
 def earliest_on_node(
-    slot: NodeSlot, need: int, now: Seconds, yields: Yields = everyone_yields, free_counts: bool = True
+    slot: NodeSlot,
+    need: int,
+    now: Seconds,
+    yields: Yields = everyone_yields,
+    free_counts: bool = True,
+    spare: int | None = None,
 ) -> Seconds | None:
     """The earliest time `need` GPUs of this node could be free for one job, or None if it never could. Only work
     that is already leaving or that `yields` to the job counts as leaving; the rest may renew in its way. With
-    `free_counts` False the cluster's session headroom binds: the GPUs free now and those of fast-leaving work
-    (which sessions take first) are held as headroom, and only GPUs freed later by other work count."""
+    `free_counts` False the cluster's session room binds: the GPUs free now and those of fast-leaving work (which
+    sessions take first) are held as the room, and only GPUs freed later by other work count. With `spare`, at most
+    that many of those room GPUs count (the cluster's room beyond its session room)."""
     if slot.node.gpus < need:
         return None
-    have = len(slot.free) if free_counts else 0
+    room_left = 0 if not free_counts else need if spare is None else spare
+    have = min(len(slot.free), room_left)
+    room_left -= have
     if have >= need:
         return now
     for occ in slot.by_leave():
         if not occ.leaving and not yields(occ):
             continue
-        if occ.quick and not free_counts:
-            continue
-        have += occ.gpus
+        if occ.quick:
+            counted = min(occ.gpus, room_left)
+            room_left -= counted
+            if counted == 0:
+                continue
+            have += counted
+        else:
+            have += occ.gpus
         if have >= need:
             return occ.leave
     return None
@@ -76,7 +89,7 @@ def plan_start(
     topology: Mapping[str, tuple[str, ...]],
     now: Seconds,
     yields: Yields = everyone_yields,
-    headroom_binds: Callable[[str, int], bool] = lambda cluster, gpus: False,
+    room_spare: Callable[[str, int], int | None] = lambda cluster, gpus: None,
     bounds: Bounds | None = None,
     headroom: Callable[[str], int] | None = None,
 ) -> Plan | None:
@@ -89,9 +102,12 @@ def plan_start(
         k, need = _nodes_and_need(job, capacity, pool)
         if k == 0 or (headroom is not None and _beyond_room(capacity, pool, need * k, headroom)):
             continue
-        free_counts = not headroom_binds(pool[0], need * k)
+        spare = room_spare(pool[0], need * k)
+        if k > 1 and spare is not None:
+            spare //= k  # a gang counts room GPUs on each of its k nodes: together at most the spare
+        free_counts = spare is None or spare > 0
         if k == 1 and bounds is not None:
-            single = _earliest_single(capacity, pool, need, now, yields, free_counts, bounds)
+            single = _earliest_single(capacity, pool, need, now, yields, free_counts, bounds, spare)
             if single is not None and (best is None or single.planned_start < best.planned_start):
                 best = single
             continue
@@ -100,7 +116,7 @@ def plan_start(
             slot = capacity.nodes[idx]
             if not slot.accepts or slot.claim is not None or slot.node.gpus < need:
                 continue
-            t = earliest_on_node(slot, need, now, yields, free_counts)
+            t = earliest_on_node(slot, need, now, yields, free_counts, spare)
             if t is not None:
                 cands.append((idx, float(t)))
         if len(cands) < k:
@@ -152,7 +168,14 @@ def _beyond_room(capacity: Capacity, pool: Pool, gpus: int, headroom: Callable[[
 
 
 def _earliest_single(
-    capacity: Capacity, pool: Pool, need: int, now: Seconds, yields: Yields, free_counts: bool, bounds: Bounds
+    capacity: Capacity,
+    pool: Pool,
+    need: int,
+    now: Seconds,
+    yields: Yields,
+    free_counts: bool,
+    bounds: Bounds,
+    spare: int | None,
 ) -> Plan | None:
     """plan_start for a single-node job on one pool: the earliest start, then the fullest node, then the index."""
     best: tuple[Seconds, int, int] | None = None
@@ -162,7 +185,7 @@ def _earliest_single(
         slot = capacity.nodes[idx]
         if slot.claim is not None:
             continue
-        t = earliest_on_node(slot, need, now, yields, free_counts)
+        t = earliest_on_node(slot, need, now, yields, free_counts, spare)
         if t is not None and (best is None or (t, len(slot.free), idx) < best):
             best = (t, len(slot.free), idx)
     return None if best is None else Plan(pool, ((best[2], need),), best[0])

@@ -3,8 +3,8 @@
 Owns the rules
 - `end-of-life`: lost nodes (refunded), forced drains (refunded), maximum runtime, session length, idle sessions;
 - `slice-renewal`: at its slice end a guaranteed run is renewed when its budget can pay for the whole new slice and
-  renewing delays no planned start and crowds out no capacity window; otherwise it lapses and runs on as
-  opportunistic (promise 2);
+  renewing delays no planned start, crowds out no capacity window and leaves no cluster short of its session room;
+  otherwise it lapses and runs on as opportunistic (promise 2);
 - `drain`: on a draining node preemptible work leaves now, work inside its slice at the slice end (promise 4);
 - `carried-reservation`: a planned start from an earlier cycle keeps its nodes while they stay usable.
 
@@ -71,6 +71,7 @@ def slice_ends(ix: Indices, cap: Capacity, windows: WindowBook, out: Outcome) ->
     Reads the claims and occupants of `cap`, the window book and the money left in `out`; writes renewals and lapses
     (to `out`), the renewed slices (to `windows`) and the renewed occupants' leave times (to `cap`)."""
     now = ix.now
+    deficits: dict[str, int] = {}
     ended = (j for j in ix.snap.jobs if j.run is not None and j.run.slice_end is not None and j.run.slice_end <= now)
     for job in sorted(ended, key=lambda j: (j.run.slice_end if j.run is not None else 0, j.id)):
         run = job.run
@@ -82,6 +83,9 @@ def slice_ends(ix: Indices, cap: Capacity, windows: WindowBook, out: Outcome) ->
             or run.preemption is not None
             or job.id in out.preempted
         ):
+            continue
+        if _room_needs(ix, cap, deficits, job):
+            out.mark_lapsed(Lapse(job.id, "the session room needs its GPUs"))
             continue
         why = _renewal_blocker(ix, cap, windows, out, job)
         if isinstance(why, str):
@@ -96,6 +100,25 @@ def slice_ends(ix: Indices, cap: Capacity, windows: WindowBook, out: Outcome) ->
         for occ in cap.occupants_of.get(job.id, ()):
             use_spare_renewal(cap.nodes[occ.node], occ, why, grace)
             cap.update_occupant(occ, leaving=occ.leaving, preemptible=False, leave=why + grace)
+
+
+def _room_needs(ix: Indices, cap: Capacity, deficits: dict[str, int], job: Job) -> bool:
+    """Rule `session-room`: a slice is not renewed on unclaimed nodes of a cluster short of its session room; the
+    lapsed job's GPUs count as returning to the room, so only as many renewals lapse as the room lacks (the refill
+    or a session then takes that work)."""
+    run = job.run
+    assert run is not None
+    slots = [s for a in run.placement if (s := cap.slot(a.node)) is not None]
+    if not slots or any(s.claim is not None or not s.accepts for s in slots):
+        return False
+    cluster = slots[0].node.cluster
+    deficit = deficits.get(cluster)
+    if deficit is None:
+        deficit = deficits[cluster] = cap.room_deficit(cluster, ix.pol.headroom_for(cluster))
+    if deficit <= 0:
+        return False
+    deficits[cluster] = deficit - run.gpu_count
+    return True
 
 
 def _renewal_blocker(ix: Indices, cap: Capacity, windows: WindowBook, out: Outcome, job: Job) -> Seconds | str:
