@@ -117,3 +117,32 @@ def test_the_same_seed_gives_the_same_result_and_another_seed_does_not() -> None
     assert metrics.compute(a) == metrics.compute(b)
     assert any(r.job_id.startswith("se") for r in a.runs)  # sessions ran
     assert _comparable(_synthetic(4)).jobs != _comparable(a).jobs
+
+
+def test_a_session_over_its_users_limit_is_counted_apart_from_sessions_within_limits() -> None:
+    def session(job_id: str, submit: int) -> SimJob:
+        return sim_job(job_id, submit, budget="finetune", user="chen", gpus=1, work=H, kind=JobKind.SESSION,
+                       slice_seconds=2 * H, checkpoint=None, cls="session")  # fmt: skip
+
+    # the small example allows two sessions per user: the third waits for one of them to end, an hour later
+    result = simulate([session("s1", 0), session("s2", 10), session("s3", 20)], horizon=4 * H)
+    own = {j.id: j.own_limit for j in result.jobs}
+    assert own == {"s1": False, "s2": False, "s3": True}
+    m = metrics.compute(result)
+    assert m.sessions_own_limit == 1
+    assert m.session_latency.n == 2 and m.sessions_within_60s == 1.0
+    s3 = next(j for j in result.jobs if j.id == "s3")
+    assert s3.first_start is not None and s3.first_start - s3.submit >= H - 60  # it waited for s1 to end
+    assert m.session_latency_all.n == 3
+
+
+def test_the_first_estimated_start_is_kept_to_measure_how_far_off_it_was() -> None:
+    # more hour-long 8-GPU jobs than the small fleet holds at once: the ones that wait are told an estimated start
+    budgets = ("pretrain", "finetune", "detection", "segmentation")
+    result = simulate([sim_job(f"j{i}", i, budget=budgets[i % 4], user=f"u{i}") for i in range(16)], horizon=8 * H)
+    told = [j for j in result.jobs if j.first_eta is not None and j.first_start is not None]
+    assert told, "no job was given an estimated start"
+    assert all(j.first_eta is not None and j.first_eta >= j.submit for j in told)  # never an estimate in the past
+    m = metrics.compute(result)
+    errors = sorted(abs(j.first_start - j.first_eta) / H for j in told if j.first_start is not None and j.first_eta)
+    assert m.eta_error.n == len(told) and m.eta_error.p50 == metrics.quantile(errors, 0.5)

@@ -32,13 +32,16 @@ class Quantiles:
     p50: float
     p95: float
     mean: float
+    p90: float = math.nan
+    p99: float = math.nan
 
     @staticmethod
     def of(values: Iterable[float]) -> Quantiles:
         xs = sorted(values)
         if not xs:
             return Quantiles(0, math.nan, math.nan, math.nan)
-        return Quantiles(len(xs), quantile(xs, 0.5), quantile(xs, 0.95), sum(xs) / len(xs))
+        q = quantile
+        return Quantiles(len(xs), q(xs, 0.5), q(xs, 0.95), sum(xs) / len(xs), q(xs, 0.9), q(xs, 0.99))
 
 
 def quantile(sorted_xs: Sequence[float], q: float) -> float:
@@ -91,8 +94,10 @@ class Metrics:
     """Per class: hours from submission to first start (a job never started counts its wait so far)."""
     waits_by_size: Mapping[str, Quantiles]
     session_latency: Quantiles
-    """Seconds from a session's submission to its first start."""
+    """Seconds from a session's submission to its first start, for sessions never told they wait on their own limit
+    (their user's session count or size, or their budget's GPU limit)."""
     sessions_within_60s: float
+    """Of those sessions, the share that started within 60 s."""
     fairness: Mapping[str, float]
     """Per budget: received ÷ entitled GPU-time, summed over the weeks where it had demand."""
     jain: float
@@ -113,7 +118,14 @@ class Metrics:
     curve: tuple[tuple[float, int, int], ...] = field(default=(), repr=False)
     """(hour, busy GPUs, offered GPUs) at every change, for plots."""
     session_waits: tuple[float, ...] = field(default=(), repr=False)
-    """Every session's start latency in seconds, sorted (for the CDF plot)."""
+    """Every session's start latency in seconds, within limits, sorted (for the CDF plot)."""
+    sessions_own_limit: int = 0
+    """Sessions told at least once that they wait on their own limit (reported apart from session_latency)."""
+    session_latency_all: Quantiles = Quantiles(0, math.nan, math.nan, math.nan)
+    """Every session's start latency in seconds, those over their own limit included."""
+    eta_error: Quantiles = Quantiles(0, math.nan, math.nan, math.nan)
+    """Hours between the start first estimated for a job and its actual first start (jobs given an estimate that
+    started); the report shows p50 and p90."""
 
 
 def _finish(j: JobRecord, horizon: int) -> int:
@@ -225,7 +237,11 @@ def compute(result: SimResult) -> Metrics:
         name: Quantiles.of(_wait(j, horizon) / HOUR for j in jobs if lo <= j.gpus <= hi)
         for name, lo, hi in SIZE_BUCKETS
     }
-    sessions = [_wait(j, horizon) for j in jobs if j.cls == "session"]
+    all_sessions = [j for j in jobs if j.cls == "session"]
+    sessions = [_wait(j, horizon) for j in all_sessions if not j.own_limit]
+    eta = [
+        abs(j.first_start - j.first_eta) / HOUR for j in jobs if j.first_eta is not None and j.first_start is not None
+    ]
     per_budget, jain_index = fairness(result)
     preempted = [r for r in result.runs if r.preempt_reason is not None and r.preempt_reason not in NOT_PREEMPTIONS]
     overdrawn = [v for k, v in result.balances.items() if v < 0 and not k.startswith("infrastructure@")]
@@ -255,4 +271,7 @@ def compute(result: SimResult) -> Metrics:
         deadlines_met=sum(1 for j in due if j.end is not None and j.deadline is not None and j.end <= j.deadline),
         curve=tuple((t / HOUR, b, o) for t, b, o in points),
         session_waits=tuple(sorted(sessions)),
+        sessions_own_limit=sum(1 for j in all_sessions if j.own_limit),
+        session_latency_all=Quantiles.of(_wait(j, horizon) for j in all_sessions),
+        eta_error=Quantiles.of(eta),
     )

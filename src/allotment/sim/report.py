@@ -35,6 +35,10 @@ def _q(q: Quantiles, digits: int = 1) -> str:
     return "–" if q.n == 0 else f"{_f(q.p50, digits)} / {_f(q.p95, digits)}"
 
 
+def _q99(q: Quantiles, digits: int = 0) -> str:
+    return "–" if q.n == 0 else f"{_q(q, digits)} / {_f(q.p99, digits)}"
+
+
 def side_by_side(ms: Sequence[Metrics]) -> Table:
     """Rows: metric name, then one cell per policy."""
     rows: Table = [["metric", *[m.policy for m in ms]]]
@@ -49,8 +53,17 @@ def side_by_side(ms: Sequence[Metrics]) -> Table:
         row(f"wait {cls}, h (p50 / p95)", [_q(m.waits.get(cls, Quantiles(0, 0, 0, 0)), 2) for m in ms])
     for name, _lo, _hi in SIZE_BUCKETS:
         row(f"wait {name} GPUs, h (p50 / p95)", [_q(m.waits_by_size[name], 2) for m in ms])
-    row("session start, s (p50 / p95)", [_q(m.session_latency, 0) for m in ms])
-    row("sessions started within 60 s", [_f(100 * m.sessions_within_60s, 0) + " %" for m in ms])
+    row(
+        "session start within limits, s (p50 / p95 / p99)",
+        [_q99(m.session_latency) for m in ms],
+    )
+    row("sessions within limits started within 60 s", [_f(100 * m.sessions_within_60s, 0) + " %" for m in ms])
+    row("sessions told they wait on their own limit", [f"{m.sessions_own_limit:,}" for m in ms])
+    row("every session's start, s (p50 / p95)", [_q(m.session_latency_all, 0) for m in ms])
+    row(
+        "first estimated start off by, h (p50 / p90)",
+        ["–" if m.eta_error.n == 0 else f"{_f(m.eta_error.p50, 2)} / {_f(m.eta_error.p90, 2)}" for m in ms],
+    )
     row("large gangs (≥ 64 GPUs) wait, h (p50 / p95)", [_q(m.large_gang_wait, 1) for m in ms])
     row("fairness: Jain's index (weekly mean)", [_f(m.jain, 3) for m in ms])
     row("fairness: worst budget received ÷ entitled", [_f(min(m.fairness.values(), default=math.nan), 2) for m in ms])

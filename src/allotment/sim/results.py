@@ -31,6 +31,10 @@ class JobRecord:
     work: Seconds
     deadline: Seconds | None = None
     """When it had to be finished by (job lists with a `deadline` column)."""
+    first_eta: Seconds | None = None
+    """The estimated start its first wait reason gave (None: it started at once, or was given none)."""
+    own_limit: bool = False
+    """A session told at least once that it waits on its own limit (its user's sessions, or its budget's limit)."""
 
 
 @dataclass(frozen=True, slots=True)

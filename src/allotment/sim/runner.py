@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from allotment.core.jobstate import ACTIVE
-from allotment.core.model import NodeState, Seconds
+from allotment.core.model import JobKind, NodeState, Seconds
 from allotment.core.policy import Policy
 from allotment.ledger import INFRASTRUCTURE
 from allotment.ledger.entries import EntryKind
 from allotment.sim.executor import SimExecutor
+from allotment.sim.observe import WaitWatch
 from allotment.sim.results import DrainRecord, JobRecord, RunRecord, SimResult
 from allotment.sim.workload import SimJob, Workload
 from allotment.sim.world import LedgerLine, assemble
@@ -106,6 +107,7 @@ class Simulation:
         self._repairs = _Repairs()
         self.cycles = 0
         self.events = 0
+        self.watch = WaitWatch()
 
     # -- the loop ----------------------------------------------------------------------------------------------
     def run(self, progress: Callable[[float], None] | None = None) -> SimResult:
@@ -138,6 +140,7 @@ class Simulation:
             self._repair(now)
             polled = self.executor.poll_count
             report = self.engine.step()
+            self.watch.saw(report.decisions)
             self.cycles += 1
             self.events += len(due) + (self.executor.poll_count - polled)
             decide_s += report.timings.get("decide", 0.0)
@@ -187,6 +190,7 @@ class Simulation:
             for j in due
         ]
         self.world.submit(subs, now)  # one batch for the instant's arrivals, as the API's group commit
+        self.watch.submitted((j.id for j in due), (j.id for j in due if j.kind is JobKind.SESSION))
 
     def _fault_times(self, horizon: Seconds) -> list[tuple[Seconds, str, bool]]:
         f = self.options.faults
@@ -282,6 +286,8 @@ class Simulation:
                 state=states.get(j.id, "not-submitted"),
                 work=j.work,
                 deadline=j.deadline,
+                first_eta=None if j.id not in self.watch.first_eta else self.watch.first_eta[j.id] - start,
+                own_limit=j.id in self.watch.own_limit,
             )
             for j in self.workload.jobs
         ]

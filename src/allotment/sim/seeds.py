@@ -48,8 +48,11 @@ def parse_seeds(text: str) -> list[int]:
 
 HEADLINES: tuple[tuple[str, str], ...] = (
     ("utilisation", "utilisation while demand > supply, %"),
-    ("session_p95", "session start p95, s"),
-    ("sessions_60s", "sessions started within 60 s, %"),
+    ("session_p95", "session start within limits p95, s"),
+    ("session_p99", "session start within limits p99, s"),
+    ("sessions_60s", "sessions within limits started within 60 s, %"),
+    ("own_limit", "sessions told they wait on their own limit"),
+    ("eta_p90", "first estimated start off by p90, h"),
     ("wait_1_p95", "wait 1 GPU p95, h"),
     ("wait_8_p95", "wait 2-8 GPUs p95, h"),
     ("wait_64_p95", "wait 9-64 GPUs p95, h"),
@@ -70,7 +73,10 @@ def headline(m: Metrics) -> dict[str, float]:
     return {
         "utilisation": 100 * m.utilisation_contended,
         "session_p95": m.session_latency.p95,
+        "session_p99": m.session_latency.p99,
         "sessions_60s": 100 * m.sessions_within_60s,
+        "own_limit": float(m.sessions_own_limit),
+        "eta_p90": m.eta_error.p90,
         "wait_1_p95": m.waits_by_size["1"].p95,
         "wait_8_p95": m.waits_by_size["2-8"].p95,
         "wait_64_p95": m.waits_by_size["9-64"].p95,
