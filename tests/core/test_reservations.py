@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from allotment.core.cycle import AllotmentPolicy
+from allotment.core.decisions import Blocker
 from allotment.core.model import ContractClass, Job, JobKind, Reservation, ReservationKind
 from tests.core.builders import HOUR, World
 from tests.core.driver import Driver
@@ -175,3 +176,20 @@ def test_a_plan_leaves_the_session_headroom_to_sessions() -> None:
     assert [(p.job_id, p.reason.value) for p in d.preempts] == [("sweep", "for-session")]
     drv.run_until(200, every=10)
     assert drv.started_at("s") == 130
+
+
+def test_a_job_held_back_by_a_plan_is_not_told_it_starts_now() -> None:
+    # r0 finishes at 1 h and leaves node 00 free, claimed by the gang's plan (2 h + 60 s). Two jobs of one budget
+    # asked for 15 minutes before the plan can no longer get a slice of the minimum length there: the first gets
+    # the budget's own plan, the second waits for the reserved GPUs, and its estimate is no earlier than the
+    # planned start (it used to read "in 0 s": the free GPUs it cannot have)
+    w = busy_world().pending("g", "gang", gpus=8, replicas=2)
+    drv = Driver(w.snapshot(), durations={f"r{i}": 10 * HOUR for i in range(4)} | {"g": HOUR, "r0": HOUR})
+    planned = drv.step(60).reserves[0].planned_start
+    drv.run_until(planned - 15 * 60, every=300)
+    for jid in ("s", "t"):
+        drv.submit(Job(jid, "small", "u", 8, slice_seconds=4 * HOUR), duration=4 * HOUR)
+    d = drv.step(drv.now + 1)
+    why = d.pending["t"]
+    assert why.blocker is Blocker.RESERVED
+    assert why.estimated_start is not None and why.estimated_start >= planned, why

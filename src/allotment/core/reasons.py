@@ -200,6 +200,11 @@ class Explainer:
             if not slot.accepts or slot.node.gpus < need:
                 continue
             t = earliest_on_node(slot, need, st.ix.now)
+            claim = slot.claim
+            if t is not None and claim is not None and claim.spare < need:
+                # a node a reservation claims is its plan's: its free GPUs hold this job only after the plan has
+                # started there, at the earliest (a job held back by a plan was told "in 0 s")
+                t = max(t, claim.planned_start)
             if t is not None:
                 times.append(t)
             if len(slot.free) >= need:
