@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from allotment.core.cycle import AllotmentPolicy
-from allotment.core.decisions import Blocker, PreemptReason
+from allotment.core.decisions import Blocker, HintKind, PreemptReason
 from allotment.core.model import ContractClass, JobKind, RunClass
 from tests.core.builders import HOUR, World
 
@@ -107,3 +107,13 @@ def test_a_session_in_a_full_cluster_of_slice_work_is_told_what_holds_it_not_a_f
     assert "a session may take" in why.message and "sessions start first" in why.message
     # the first slice end plus the running job's grace (Job.grace defaults to 60 s)
     assert why.estimated_start == HOUR + 60
+
+
+def test_a_job_waiting_for_the_session_room_is_not_told_a_smaller_one_would_start() -> None:
+    # one node busy, the other free and all of it session room: a 7-GPU job would not start either, so no
+    # "with 7 GPUs it could start now" hint (the hint used to ignore the room)
+    w = world(headroom=8).running("b0", "blue", {"c1-h100-00": 8}, slice_end=HOUR)
+    w.pending("batch", "red", gpus=8, submitted_at=0)
+    d = decide(w.snapshot(), 10)
+    assert d.pending["batch"].blocker is Blocker.HEADROOM
+    assert [h for h in d.pending["batch"].hints if h.kind is HintKind.FEWER_GPUS] == []

@@ -35,12 +35,12 @@ GangKey = tuple[int, int, int]
 """(id of the job's interned pools, GPUs, replicas)."""
 Detail = tuple[int | str | bool, ...]
 """What else a reason depends on, for some blockers (Explainer.explain)."""
-ReasonKey = tuple[Blocker, str | None, int, int, int, JobKind, Detail]
-"""(blocker, budget when the message names it, id of the pools, GPUs, replicas, kind, detail)."""
+ReasonKey = tuple[Blocker, str | None, int, int, int, JobKind, bool, Detail]
+"""(blocker, budget when the message names it, id of the pools, GPUs, replicas, kind, fast-leaving, detail)."""
 HintsKey = (
-    tuple[int, int, int, Blocker]
-    | tuple[int, int, int, Blocker, str, bool, JobKind]
-    | tuple[int, int, int, Blocker, JobKind, Seconds]
+    tuple[int, int, int, Blocker, bool]
+    | tuple[int, int, int, Blocker, bool, str, bool, JobKind]
+    | tuple[int, int, int, Blocker, bool, JobKind, Seconds]
 )
 """(id of the pools, GPUs, replicas, blocker, and what the blocker's hints also depend on: Explainer._hints_for)."""
 Booked = tuple[int, str, str, int, str, str]
@@ -56,11 +56,11 @@ class Explainer:
         self._hints: dict[HintsKey, tuple[Hint, ...]] = {}
         self._reserves: dict[str, Reserve] = {r.job_id: r for r in st.out.reserves}
         self._reasons: dict[ReasonKey, WaitReason] = {}
-        self._with_room: dict[tuple[int, int], list[Pool]] = {}
+        self._with_room: dict[tuple[Pool, int, int, bool], int] = {}
         self._windows: dict[tuple[int, str], list[Booked]] = {}
         self._pool_fit: dict[tuple[Pool, int], tuple[list[Seconds], int, int]] = {}
         self._pool_free: dict[Pool, int] = {}
-        self._room: dict[GangKey, tuple[Hint, ...]] = {}
+        self._room: dict[tuple[int, int, int, bool], tuple[Hint, ...]] = {}
         self._latest_claim: dict[tuple[int, int], Seconds | None] = {}
 
     def explain(self, job: Job) -> WaitReason:
@@ -110,7 +110,7 @@ class Explainer:
             who, detail = None, (job.user, job.slice_seconds)
         elif blocker is Blocker.NO_POOL:
             who = None
-        key = (blocker, who, id(pools), job.gpus, job.replicas, job.kind, detail)
+        key = (blocker, who, id(pools), job.gpus, job.replicas, job.kind, self.st.ix.quick(job), detail)
         hit = self._reasons.get(key)
         if hit is not None:
             return hit
@@ -299,14 +299,16 @@ class Explainer:
 
     # -- hints -------------------------------------------------------------------------------------------------
     def _hints_for(self, job: Job, pools: tuple[Pool, ...], blocker: Blocker) -> tuple[Hint, ...]:
-        # what the hints of each blocker depend on (see _compute_hints)
+        # what the hints of each blocker depend on (see _compute_hints); the room hints also on whether the job is
+        # fast-leaving (_room_hints)
         key: HintsKey
+        quick = job.kind is JobKind.SESSION or self.st.ix.quick(job)
         if blocker is Blocker.FUNDS:
-            key = (id(pools), job.gpus, job.replicas, blocker, job.budget, job.fallback_opportunistic, job.kind)
+            key = (id(pools), job.gpus, job.replicas, blocker, quick, job.budget, job.fallback_opportunistic, job.kind)
         elif blocker is Blocker.RESERVED:
-            key = (id(pools), job.gpus, job.replicas, blocker, job.kind, job.grace)
+            key = (id(pools), job.gpus, job.replicas, blocker, quick, job.kind, job.grace)
         else:
-            key = (id(pools), job.gpus, job.replicas, blocker)
+            key = (id(pools), job.gpus, job.replicas, blocker, quick)
         hit = self._hints.get(key)
         if hit is None:
             hit = tuple(self._compute_hints(job, pools, blocker))
@@ -315,47 +317,47 @@ class Explainer:
 
     def _room_hints(self, job: Job, pools: tuple[Pool, ...]) -> tuple[Hint, ...]:
         """Fewer GPUs (how many would start now) and another pool with room now; the same for every job of one
-        shape and pools."""
-        key = (id(pools), job.gpus, job.replicas)
+        shape, kind and pools. "Now" means as the cycle would start it: on unclaimed nodes, keeping the session
+        room unless the job is a session or leaves within seconds."""
+        exempt = job.kind is JobKind.SESSION or self.st.ix.quick(job)
+        key = (id(pools), job.gpus, job.replicas, exempt)
         found = self._room.get(key)
         if found is not None:
             return found
-        st = self.st
-        now = st.ix.now
+        now = self.st.ix.now
         hints: list[Hint] = []
-        best = 0
-        for pool in pools:
-            size = node_size(st.cap, pool)
-            if nodes_needed(job, size) == 1:
-                best = max(best, min(st.cap.max_free_in_pool(pool), job.total_gpus - 1))
-            else:
-                whole = len(st.cap.nodes_with_free(pool, size))
-                best = max(best, min(whole * size, job.total_gpus - 1))
+        best = max((min(self._startable(job, pool, exempt), job.total_gpus - 1) for pool in pools), default=0)
         if 0 < best < job.total_gpus:
             noun = "GPU" if best == 1 else "GPUs"
             hints.append(Hint(HintKind.FEWER_GPUS, f"with {best} {noun} it could start now", now))
         allowed = set(pools)
-        for pool in self._pools_with_room(job):
-            if pool not in allowed:
+        for pool in self.st.cap.pools:
+            if pool not in allowed and self._startable(job, pool, exempt) >= job.total_gpus:
                 hints.append(Hint(HintKind.OTHER_POOL, f"cluster {pool[0]} ({pool[1]}) has room now", now))
                 break
         found = self._room[key] = tuple(hints)
         return found
 
-    def _pools_with_room(self, job: Job) -> list[Pool]:
-        """Every pool where the job's gang would fit in free GPUs now, in the fleet's order of pools."""
-        key = (job.gpus, job.replicas)
+    def _startable(self, job: Job, pool: Pool, exempt: bool) -> int:
+        """The most GPUs a job of this shape could start with now in the pool: on one unclaimed node's free GPUs
+        (a gang: whole free unclaimed nodes), and within what the cluster's session room spares unless `exempt`."""
+        key = (pool, job.gpus, job.replicas, exempt)
         found = self._with_room.get(key)
-        if found is None:
-            cap = self.st.cap
-            found = self._with_room[key] = []
-            for pool in cap.pools:
-                size = node_size(cap, pool)
-                k = nodes_needed(job, size)
-                if (k == 1 and cap.max_free_in_pool(pool) >= job.total_gpus) or (
-                    k > 1 and len(cap.nodes_with_free(pool, size)) >= k
-                ):
-                    found.append(pool)
+        if found is not None:
+            return found
+        cap = self.st.cap
+        size = node_size(cap, pool)
+        k = nodes_needed(job, size)
+        unclaimed = [cap.nodes[i] for i in cap.pools.get(pool, ()) if cap.nodes[i].accepts]
+        unclaimed = [s for s in unclaimed if s.claim is None]
+        if k == 1:
+            fits = max((len(s.free) for s in unclaimed), default=0)
+        else:
+            fits = sum(1 for s in unclaimed if len(s.free) == size and s.node.gpus == size) * size
+        if not exempt:
+            spare = cap.room(pool[0]) - self.st.ix.pol.headroom_for(pool[0])
+            fits = min(fits, max(0, spare) if k == 1 else max(0, spare) // size * size)
+        found = self._with_room[key] = fits
         return found
 
     def _latest_claim_with_room(self, pools: tuple[Pool, ...], gpus: int) -> Seconds | None:
