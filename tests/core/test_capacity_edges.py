@@ -73,13 +73,18 @@ def _a_gang_on_the_cluster_with_enough_nodes() -> World:
     return w.pending("gang", "red", gpus=8, replicas=2, submitted_at=0)
 
 
-def _free_gpus_beside_double_booked_ones() -> World:
-    # the executor reports two jobs on GPUs 0-3: GPUs 4-7 are still free, and a 4-GPU job starts there
+def double_booked(want: int) -> World:
+    """One node where the executor reports two of blue's opportunistic jobs on GPUs 0-3, and red wants `want` GPUs."""
     w = one_node("red", "blue")
     held: dict[str, tuple[int, ...]] = {NODE: (0, 1, 2, 3)}
     w.running("x", "blue", held, started=0, contract=OPP)
     w.running("y", "blue", held, started=0, contract=OPP)
-    return w.pending("want", "red", gpus=4, submitted_at=0)
+    return w.pending("want", "red", gpus=want, submitted_at=0)
+
+
+def _free_gpus_beside_double_booked_ones() -> World:
+    # GPUs 4-7 are still free beside the double-booked ones, and a 4-GPU job starts there
+    return double_booked(4)
 
 
 STARTS = [

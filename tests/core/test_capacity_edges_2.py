@@ -16,9 +16,9 @@ import pytest
 from allotment.core.decisions import Blocker
 from allotment.core.model import Reservation, ReservationKind
 from tests.core.builders import HOUR, World
-from tests.core.test_capacity_edges import FAIR_SHARE, NODE_1, Starts, _far_over_its_share
+from tests.core.test_capacity_edges import FAIR_SHARE, NODE_1, Starts, _far_over_its_share, double_booked
 from tests.core.test_capacity_edges import test_what_starts_on_the_fleet_as_it_is as check_starts
-from tests.core.test_promise_boundaries import NODE, OPP, Funding, Preemptions, decide, one_node
+from tests.core.test_promise_boundaries import NODE, Funding, Preemptions, decide
 from tests.core.test_promise_boundaries import test_preemptions_at_the_edges as check_preemptions
 from tests.core.test_promise_boundaries import test_slices_at_the_edges_of_the_money as check_slices
 
@@ -39,11 +39,7 @@ def _a_gang_of_two_replicas_per_node() -> World:
 def _one_gpu_beside_double_booked_ones() -> World:
     # the executor reports two 4-GPU jobs on GPUs 0-3: the node's reach (4 free, 8 preemptible) is 12, more than its
     # 8 GPUs, and stays so after a 1-GPU job starts on GPU 4
-    w = one_node("red", "blue")
-    held: dict[str, tuple[int, ...]] = {NODE: (0, 1, 2, 3)}
-    w.running("x", "blue", held, started=0, contract=OPP)
-    w.running("y", "blue", held, started=0, contract=OPP)
-    return w.pending("want", "red", gpus=1, submitted_at=0)
+    return double_booked(1)
 
 
 STARTS = [

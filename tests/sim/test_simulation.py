@@ -144,5 +144,7 @@ def test_the_first_estimated_start_is_kept_to_measure_how_far_off_it_was() -> No
     assert told, "no job was given an estimated start"
     assert all(j.first_eta is not None and j.first_eta >= j.submit for j in told)  # never an estimate in the past
     m = metrics.compute(result)
-    errors = sorted(abs(j.first_start - j.first_eta) / H for j in told if j.first_start is not None and j.first_eta)
+    errors = sorted(
+        abs(j.first_start - j.first_eta) / H for j in told if j.first_start is not None and j.first_eta is not None
+    )
     assert m.eta_error.n == len(told) and m.eta_error.p50 == metrics.quantile(errors, 0.5)

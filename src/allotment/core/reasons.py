@@ -302,7 +302,7 @@ class Explainer:
         # what the hints of each blocker depend on (see _compute_hints); the room hints also on whether the job is
         # fast-leaving (_room_hints)
         key: HintsKey
-        quick = job.kind is JobKind.SESSION or self.st.ix.quick(job)
+        quick = self._takes_room(job)
         if blocker is Blocker.FUNDS:
             key = (id(pools), job.gpus, job.replicas, blocker, quick, job.budget, job.fallback_opportunistic, job.kind)
         elif blocker is Blocker.RESERVED:
@@ -319,7 +319,7 @@ class Explainer:
         """Fewer GPUs (how many would start now) and another pool with room now; the same for every job of one
         shape, kind and pools. "Now" means as the cycle would start it: on unclaimed nodes, keeping the session
         room unless the job is a session or leaves within seconds."""
-        exempt = job.kind is JobKind.SESSION or self.st.ix.quick(job)
+        exempt = self._takes_room(job)
         key = (id(pools), job.gpus, job.replicas, exempt)
         found = self._room.get(key)
         if found is not None:
@@ -338,6 +338,10 @@ class Explainer:
         found = self._room[key] = tuple(hints)
         return found
 
+    def _takes_room(self, job: Job) -> bool:
+        """May the job use the session room (a session, or work that leaves within seconds)?"""
+        return job.kind is JobKind.SESSION or self.st.ix.quick(job)
+
     def _startable(self, job: Job, pool: Pool, exempt: bool) -> int:
         """The most GPUs a job of this shape could start with now in the pool: on one unclaimed node's free GPUs
         (a gang: whole free unclaimed nodes), and within what the cluster's session room spares unless `exempt`."""
@@ -348,8 +352,7 @@ class Explainer:
         cap = self.st.cap
         size = node_size(cap, pool)
         k = nodes_needed(job, size)
-        unclaimed = [cap.nodes[i] for i in cap.pools.get(pool, ()) if cap.nodes[i].accepts]
-        unclaimed = [s for s in unclaimed if s.claim is None]
+        unclaimed = [s for i in cap.pools.get(pool, ()) if (s := cap.nodes[i]).accepts and s.claim is None]
         if k == 1:
             fits = max((len(s.free) for s in unclaimed), default=0)
         else:

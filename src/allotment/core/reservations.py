@@ -20,7 +20,8 @@ from allotment.core.placement import choose_block, node_size, nodes_needed
 
 Yields = Callable[[Occupant], bool]
 Bounds = Callable[[Pool, int, bool], Iterable[tuple[int, Seconds]]]
-"""(pool, need, free_counts) → (node index, earliest_on_node with everyone_yields) for the pool's accepting nodes with
+"""(pool, need, room counts) → (node index, earliest_on_node with everyone_yields, counting every or none of the
+node's session-room GPUs) for the pool's accepting nodes with
 at least `need` GPUs that could ever hold it, earliest first (ties by node index); claimed nodes may be left out."""
 
 
@@ -35,21 +36,15 @@ def nobody_yields(occ: Occupant) -> bool:
 
 
 def earliest_on_node(
-    slot: NodeSlot,
-    need: int,
-    now: Seconds,
-    yields: Yields = everyone_yields,
-    free_counts: bool = True,
-    spare: int | None = None,
+    slot: NodeSlot, need: int, now: Seconds, yields: Yields = everyone_yields, room: int | None = None
 ) -> Seconds | None:
     """The earliest time `need` GPUs of this node could be free for one job, or None if it never could. Only work
-    that is already leaving or that `yields` to the job counts as leaving; the rest may renew in its way. With
-    `free_counts` False the cluster's session room binds: the GPUs free now and those of fast-leaving work (which
-    sessions take first) are held as the room, and only GPUs freed later by other work count. With `spare`, at most
-    that many of those room GPUs count (the cluster's room beyond its session room)."""
+    that is already leaving or that `yields` to the job counts as leaving; the rest may renew in its way. `room`,
+    when given, is how many of the node's session-room GPUs count — those free now and those of fast-leaving work,
+    which sessions take first (0 where the cluster's room binds: only GPUs freed later by other work count)."""
     if slot.node.gpus < need:
         return None
-    room_left = 0 if not free_counts else need if spare is None else spare
+    room_left = need if room is None else room  # counting more room GPUs than the job needs changes nothing
     have = min(len(slot.free), room_left)
     room_left -= have
     if have >= need:
@@ -105,9 +100,8 @@ def plan_start(
         spare = room_spare(pool[0], need * k)
         if k > 1 and spare is not None:
             spare //= k  # a gang counts room GPUs on each of its k nodes: together at most the spare
-        free_counts = spare is None or spare > 0
         if k == 1 and bounds is not None:
-            single = _earliest_single(capacity, pool, need, now, yields, free_counts, bounds, spare)
+            single = _earliest_single(capacity, pool, need, now, yields, bounds, spare)
             if single is not None and (best is None or single.planned_start < best.planned_start):
                 best = single
             continue
@@ -116,7 +110,7 @@ def plan_start(
             slot = capacity.nodes[idx]
             if not slot.accepts or slot.claim is not None or slot.node.gpus < need:
                 continue
-            t = earliest_on_node(slot, need, now, yields, free_counts, spare)
+            t = earliest_on_node(slot, need, now, yields, spare)
             if t is not None:
                 cands.append((idx, float(t)))
         if len(cands) < k:
@@ -173,19 +167,18 @@ def _earliest_single(
     need: int,
     now: Seconds,
     yields: Yields,
-    free_counts: bool,
     bounds: Bounds,
     spare: int | None,
 ) -> Plan | None:
     """plan_start for a single-node job on one pool: the earliest start, then the fullest node, then the index."""
     best: tuple[Seconds, int, int] | None = None
-    for idx, bound in bounds(pool, need, free_counts):
+    for idx, bound in bounds(pool, need, spare != 0):  # counting every room GPU bounds any spare from below
         if best is not None and bound > best[0]:
             break  # this node and all after it could start no earlier
         slot = capacity.nodes[idx]
         if slot.claim is not None:
             continue
-        t = earliest_on_node(slot, need, now, yields, free_counts, spare)
+        t = earliest_on_node(slot, need, now, yields, spare)
         if t is not None and (best is None or (t, len(slot.free), idx) < best):
             best = (t, len(slot.free), idx)
     return None if best is None else Plan(pool, ((best[2], need),), best[0])

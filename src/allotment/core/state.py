@@ -132,7 +132,7 @@ class CycleState:
         def value(slot: NodeSlot) -> Seconds | None:
             if not slot.accepts or slot.claim is not None or slot.node.gpus < need:
                 return None
-            return earliest_on_node(slot, need, now, everyone_yields, free_counts)
+            return earliest_on_node(slot, need, now, everyone_yields, None if free_counts else 0)
 
         return self.rankings.get(
             ("earliest", need, free_counts), pool, lambda: self.cap.pools.get(pool, ()), value, lambda t: t
