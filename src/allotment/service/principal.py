@@ -49,6 +49,11 @@ class Principal:
             return True
         return any(a in self.led for a in chain)
 
+    @property
+    def may_submit_anywhere(self) -> bool:
+        """Whether some budget may be charged by this user (checked before a spec is even read)."""
+        return self.admin or bool(self.roles)
+
     def may_submit(self, budget: str, parents: Mapping[str, str | None]) -> bool:
         return self.admin or self.belongs_to(budget) or self.leads(budget, parents)
 
@@ -62,6 +67,11 @@ class Principal:
     def require_admin(self, what: str) -> None:
         if not self.admin:
             raise Forbidden(f"{self.user} may not {what}: administrators only")
+
+    def require_planner(self) -> None:
+        """Budget plans: administrators and budget leads only (checked before a plan is read)."""
+        if not (self.admin or self.led):
+            raise Forbidden(f"{self.user} may not change budgets: administrators and budget leads only")
 
     def require_operator(self, what: str) -> None:
         if not (self.admin or self.operator):
