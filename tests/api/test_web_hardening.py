@@ -5,6 +5,7 @@ assets this server serves (no CDN); `allot server` serves plain HTTP beyond loop
 from __future__ import annotations
 
 import re
+import socket
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -61,6 +62,8 @@ def test_open_login_answers_only_loopback_host_names(tmp_path: Path, host: str, 
         pytest.param("127.0.0.1", ("allot.example.org",), "allot.example.org", True, id="configured-proxy-name"),
         pytest.param("10.0.0.5", (), "10.0.0.5:8642", True, id="bound-lan-address"),
         pytest.param("10.0.0.5", (), "evil.example", False, id="foreign-on-lan"),
+        pytest.param("0.0.0.0", (), f"{socket.gethostname()}:8642", True, id="wildcard-answers-this-machines-name"),
+        pytest.param("0.0.0.0", (), "evil.example", False, id="wildcard-refuses-foreign-names"),
     ],
 )
 def test_the_allowlist_is_the_bound_host_loopback_and_configured_names(

@@ -1,13 +1,13 @@
 """Web hardening of the HTTP server: which Host headers it answers, and the security headers of every response.
 
-Owns: `allowed_hosts` (the default allowlist for a bound address: that address, the loopback names, and for a
-wildcard bind this machine's names), `host_of` (a Host header without its port), and the pure-ASGI middleware
-`Harden`, which answers a request whose Host is not allowed with 400 in the standard error shape — what defeats DNS
-rebinding, where a web page's script reaches a local server under a name the page's site controls — and adds to
-every response `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer`, `X-Frame-Options: DENY` and a
-Content-Security-Policy: strict for the dashboard and the API (scripts only from this server, no framing, no
-plugins), and one for the self-hosted API docs (/docs, /redoc) that lets their bundles use inline styles and workers.
-A header the route set itself (a simulation report's sandbox policy) is kept.
+Owns: `is_loopback`, `allowed_hosts` (the default allowlist for a bound address: that address, the loopback names,
+and for a wildcard bind this machine's names and their addresses), `host_of` (a Host header without its port), and
+the pure-ASGI middleware `Harden`, which answers a request whose Host is not allowed with 400 in the standard error
+shape — what defeats DNS rebinding, where a web page's script reaches a local server under a name the page's site
+controls — and adds to every response `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer`,
+`X-Frame-Options: DENY` and a Content-Security-Policy: strict for the dashboard and the API (scripts only from this
+server, no framing, no plugins), and one for the self-hosted API docs (/docs, /redoc) that lets their bundles use
+inline styles and workers. A header the route set itself (a simulation report's sandbox policy) is kept.
 
 Must not: authenticate or know the routes beyond the docs' paths.
 """
@@ -61,15 +61,26 @@ def is_loopback(host: str) -> bool:
 
 def allowed_hosts(bound: str, extra: Iterable[str] = ()) -> frozenset[str]:
     """The Host names a server bound to `bound` answers: `bound` itself, the loopback names and `extra` (a
-    configured public name); a wildcard bind adds this machine's host name and fully qualified name. "*" in
-    `extra` allows any (never with open login: the caller refuses that)."""
+    configured public name); a wildcard bind adds this machine's host name, fully qualified name and their
+    addresses. "*" in `extra` allows any (never with open login: the caller refuses that)."""
     names = {host_of(h) if h != ANY else ANY for h in extra}
     names.update(LOOPBACK)
     if bound in WILDCARD:
-        names.update(n.lower() for n in (socket.gethostname(), socket.getfqdn()) if n)
+        names.update(_machine_names())
     else:
         names.add(host_of(bound))
     return frozenset(names)
+
+
+def _machine_names() -> set[str]:
+    """This machine's host name, fully qualified name and the addresses they resolve to."""
+    names = {n.lower() for n in (socket.gethostname(), socket.getfqdn()) if n}
+    for name in list(names):
+        try:
+            names.update(socket.gethostbyname_ex(name)[2])
+        except OSError:
+            continue
+    return names
 
 
 def _policy(path: str) -> bytes:
