@@ -136,7 +136,7 @@ class _Planner:
         p.require_planner()
         if p.admin:
             return
-        below = _below(p.led, parents)
+        below = p.strictly_inside_led(parents)
         for b in self.plan.budgets:
             if b.name not in below:
                 raise Forbidden(f"{p.user} may not change budget {b.name!r}: it is not inside a subtree they lead")
@@ -238,30 +238,6 @@ class _Planner:
                         new=_window(w),
                     )
                 )
-
-
-def _below(led: frozenset[str], parents: dict[str, str | None]) -> set[str]:
-    """The budgets strictly inside a subtree led by one of `led`, each budget's chain walked once (linear in the
-    tree's size however deep it is: a plan of a long chain of new budgets must not cost its length squared)."""
-    known: dict[str, bool] = {}
-    for start in parents:
-        path: list[str] = []
-        seen: set[str] = set()
-        node: str | None = start
-        inside = False
-        while node is not None and node not in known and node not in seen:
-            seen.add(node)
-            path.append(node)
-            parent = parents.get(node)
-            if parent in led:
-                inside = True
-                break
-            node = parent
-        else:  # the root, a budget already known, or a cycle (refused by _budgets)
-            inside = node is not None and known.get(node, False)
-        for name in path:
-            known[name] = inside
-    return {name for name, inside in known.items() if inside}
 
 
 def diff_plan(ctx: Context, principal: Principal, doc: Document[BudgetPlan]) -> PlanDiff:
