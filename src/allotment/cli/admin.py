@@ -41,15 +41,18 @@ def admin_token(
         Path("data")
     ),
     db_url: Annotated[
-        str | None, typer.Option("--database-url", help="postgresql+psycopg://… when the server uses PostgreSQL.")
+        str | None,
+        typer.Option(
+            "--database-url", help="postgresql+psycopg://… when the server uses PostgreSQL (or $ALLOT_DATABASE_URL)."
+        ),
     ] = None,
     name: Annotated[str, typer.Option("--name", help="A label for the token.")] = "bootstrap",
     ttl: Annotated[str | None, typer.Option("--ttl", help="Lifetime (e.g. 8h, 30d); default 30 days.")] = None,
 ) -> None:
     """Issue an administrator's API token from the server's database and print it once.
 
-    For the first administrator of a server without open login: run it on the server's host as the server's user,
-    then `export ALLOT_TOKEN=…` (or `allot login --token …`) and issue everyone else's tokens through the API."""
+    For the first administrator of a server without open login: run it on the server's host as the server's
+    user, then `export ALLOT_TOKEN=…` (or `allot login --token …`) and issue the other tokens through the API."""
     from allotment.config import ConfigError, load_config
     from allotment.config.fields import parse_duration
     from allotment.engine.setup import Settings, database_url, seed
