@@ -213,6 +213,8 @@ def server_command(
     """Run the scheduler and its HTTP API: migrate and seed the database, then cycle until SIGTERM or Ctrl-C."""
     import logging
 
+    from rich.markup import escape
+
     from allotment.api import attach_api
     from allotment.cli.admin import private_files
     from allotment.engine.server import Server, serve
@@ -230,9 +232,9 @@ def server_command(
         raise typer.Exit(code=2)
     if not is_loopback(host) and not allow_remote_http:
         Console(stderr=True).print(
-            f"[red]✗[/red] --host {host} would serve plain HTTP beyond this machine, and bearer tokens with it. "
-            'Keep the default --host 127.0.0.1 behind a TLS reverse proxy (docs/operations.md, "TLS"), or pass '
-            "--allow-remote-http if the network path is already protected."
+            f"[red]✗[/red] --host {escape(host)} serves plain HTTP beyond this machine, and bearer tokens with it. "
+            "Keep the default --host 127.0.0.1 behind a TLS reverse proxy (docs/operations.md, "
+            '"TLS behind a reverse proxy"), or pass --allow-remote-http if the network path is already protected.'
         )
         raise typer.Exit(code=2)
     hosts = Settings(config=path, data_dir=data_dir).allowed_hosts + tuple(allowed_host or ())  # env + options
