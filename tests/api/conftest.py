@@ -69,11 +69,11 @@ class Api:
 def make_api(db: Engine, tmp_path: Path, *, open_login: bool = False) -> Api:
     rig = Rig(db)
     wake = threading.Event()
-    app = create_app(
-        rig.sessions, Settings(config=SMALL, data_dir=tmp_path), wake, rig.clock.now, open_login=open_login
-    )
+    # Tests here issue many tokens per user; the per-user issuance limit has its own tests (test_limits_per_user).
+    settings = Settings(config=SMALL, data_dir=tmp_path, token_rate=0)
+    app = create_app(rig.sessions, settings, wake, rig.clock.now, open_login=open_login)
     ctx = app.state.context
-    api = Api(rig, TestClient(app), ctx, wake)
+    api = Api(rig, TestClient(app, base_url="http://127.0.0.1"), ctx, wake)  # an allowed Host with open login
     for user in USERS:
         api.tokens[user] = issue(ctx, user).secret
     return api

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from allotment.core.model import Budget
 from allotment.ledger import burn, decayed, leaves, overcommitted, rollup, usage_after
+from allotment.ledger.tree import ancestors, depths
 
 from .conftest import H100, T0
 
@@ -67,3 +68,27 @@ def test_updating_often_or_once_gives_the_same_usage(usage: float, rate: int, st
         t += step
     once = usage_after(usage, T0, t, half_life, rate)
     assert often == pytest.approx(once, rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("parents", "expected"),
+    [
+        pytest.param({"r": None, "a": "r", "b": "a"}, {"r": 0, "a": 1, "b": 2}, id="chain"),
+        pytest.param({"b": "a", "a": "r", "r": None}, {"r": 0, "a": 1, "b": 2}, id="listed-deepest-first"),
+        pytest.param({"x": "outside", "y": "x"}, {"x": 1, "y": 2}, id="parent-outside-the-map"),
+        pytest.param({"a": "b", "b": "a"}, None, id="cycle"),
+        pytest.param({"r": None, "a": "a"}, None, id="self-parent"),
+    ],
+)
+def test_depths_agree_with_ancestors(parents: dict[str, str | None], expected: dict[str, int] | None) -> None:
+    if expected is None:
+        with pytest.raises(ValueError, match="cycle"):
+            depths(parents)
+        return
+    assert depths(parents) == expected == {n: len(ancestors(n, parents)) for n in parents}
+
+
+@given(st.lists(st.integers(min_value=0, max_value=30), min_size=1, max_size=30))
+def test_depths_of_any_forest_match_ancestors(links: list[int]) -> None:
+    parents: dict[str, str | None] = {f"n{i}": (f"n{p}" if p < i else None) for i, p in enumerate(links)}
+    assert depths(parents) == {n: len(ancestors(n, parents)) for n in parents}

@@ -1,5 +1,5 @@
-"""Rate limiting of submissions per token: a token bucket per caller; beyond it POST /jobs answers 429 with
-Retry-After, other tokens and reads are unaffected."""
+"""Rate limiting of submissions per user: a token bucket per user; beyond it POST /jobs answers 429 with
+Retry-After, other users and reads are unaffected (the many-tokens case is tests/api/test_limits_per_user.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from allotment.api import create_app
 from allotment.engine.setup import Settings
 from allotment.ops.metrics import RATE_LIMITED
-from allotment.ops.ratelimit import TokenBuckets, caller_key, retry_after
+from allotment.ops.ratelimit import TokenBuckets, retry_after
 from allotment.service.tokens import issue
 from allotment.store.db import make_engine
 from allotment.store.migrate import upgrade
@@ -45,14 +45,11 @@ def test_token_bucket(rate: float, burst: int, script: list[float], expected: li
     assert waits == expected
 
 
-def test_keys_never_hold_the_secret_and_retry_after_rounds_up() -> None:
-    key = caller_key("Bearer allot_secret", "1.2.3.4")
-    assert "allot_secret" not in key and key.startswith("token:")
-    assert caller_key(None, "1.2.3.4") == "address:1.2.3.4"
+def test_retry_after_rounds_up() -> None:
     assert [retry_after(w) for w in (0.01, 1.0, 1.2)] == ["1", "1", "2"]
 
 
-def test_submissions_beyond_a_tokens_rate_get_429_with_retry_after(tmp_path: Path) -> None:
+def test_submissions_beyond_a_users_rate_get_429_with_retry_after(tmp_path: Path) -> None:
     engine = make_engine(f"sqlite:///{tmp_path / 'a.db'}")
     upgrade(engine)
     rig = Rig(engine)
@@ -71,7 +68,7 @@ def test_submissions_beyond_a_tokens_rate_get_429_with_retry_after(tmp_path: Pat
 
     before = RATE_LIMITED._value.get()
     assert [submit(ben) for _ in range(3)] == [201, 201, 429]
-    assert submit(chen) == 201  # another token has its own bucket
+    assert submit(chen) == 201  # another user has their own bucket
     assert client.get("/jobs", headers={"Authorization": f"Bearer {ben}"}).status_code == 200  # reads are not limited
     metrics = client.get("/metrics").text
     assert f"allotment_rate_limited_total {before + 1}" in metrics

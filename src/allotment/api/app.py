@@ -1,7 +1,8 @@
 """The application factory.
 
 Owns: `create_app`, which builds the service Context (sessions, configuration, data directory, clock, wake event,
-open login) and a FastAPI application with its OpenAPI description, error handlers and routers.
+open login) and a FastAPI application with its OpenAPI description, error handlers, per-user limits, routers,
+self-hosted docs and web hardening (Host allowlist, security headers).
 
 Must not: start servers or threads (serve.py does) or hold rules.
 """
@@ -9,18 +10,19 @@ Must not: start servers or threads (serve.py does) or hold rules.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from fastapi import FastAPI
 from sqlalchemy.orm import Session, sessionmaker
 
-from allotment.api import errors
+from allotment.api import docs, errors
+from allotment.api.limits import Limits
 from allotment.api.routers import auth, budgets, dashboard, health, jobs, nodes, plans, reports, simreports
 from allotment.api.routers import sessions as session_routes
 from allotment.config import AllotmentConfig, load_config
 from allotment.engine.setup import Settings
+from allotment.ops import hardening
 from allotment.ops import http as ops_http
-from allotment.ops.ratelimit import TokenBuckets
 from allotment.service.context import Context
 from allotment.service.intake import Intake
 from allotment.web import mount as mount_dashboard
@@ -39,11 +41,18 @@ def create_app(
     *,
     config: AllotmentConfig | None = None,
     open_login: bool = False,
+    allowed_hosts: Iterable[str] | None = None,
 ) -> FastAPI:
     """The API over `sessions`. `settings` gives the configuration file (unless `config` is given), the data
     directory (where the local executor keeps job output) and the executor kind; `wake` is set after every request
     the engine must act on; `now` is the engine's clock. `open_login` lets POST /auth/login issue tokens without
-    credentials: only for a local, single-user server."""
+    credentials: only for a local, single-user server. `allowed_hosts` are the Host names answered (others get
+    400); None: any, except with open login, where only the loopback names are (ops.hardening)."""
+    if allowed_hosts is None and open_login:
+        allowed_hosts = hardening.allowed_hosts("127.0.0.1")
+    hosts = frozenset(allowed_hosts) if allowed_hosts is not None else None
+    if open_login and hosts is not None and hardening.ANY in hosts:
+        raise ValueError("open login needs a Host allowlist: '*' would let any web page's script log in")
     ctx = Context(
         sessions=sessions,
         config=config if config is not None else load_config(settings.config),
@@ -52,13 +61,17 @@ def create_app(
         wake=wake,
         open_login=open_login,
         executor=settings.executor,
+        max_tokens=settings.max_tokens,
     )
-    app = FastAPI(title="Allotment", version="0.1.0", description=DESCRIPTION)
+    app = FastAPI(title="Allotment", version="0.1.0", description=DESCRIPTION, docs_url=None, redoc_url=None)
     app.state.context = ctx
     app.state.intake = Intake(ctx)
     errors.install(app)
-    ops_http.install(app, TokenBuckets(settings.submit_rate, settings.submit_burst) if settings.submit_rate else None)
+    app.state.limits = Limits.of(settings)
+    ops_http.install(app)
     for module in (health, auth, jobs, session_routes, budgets, plans, nodes, reports, simreports, dashboard):
         app.include_router(module.router)
+    docs.install(app)
     mount_dashboard(app)
+    app.add_middleware(hardening.Harden, hosts=hosts)
     return app

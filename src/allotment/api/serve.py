@@ -19,6 +19,7 @@ import uvicorn
 from allotment.api.app import create_app
 from allotment.engine.server import Server
 from allotment.engine.setup import Settings
+from allotment.ops.hardening import allowed_hosts
 
 log = logging.getLogger("allotment.api")
 
@@ -54,8 +55,9 @@ def attach_api(
     startup_timeout: float = 30.0,
 ) -> ApiServer:
     """Serve the API on `host:port` (port 0: any free port) on a thread, sharing `server`'s sessions, clock and wake
-    event; it stops when the server stops. `settings` gives the data directory and executor kind (default: the
-    local executor's state directory's parent). Returns once it listens."""
+    event; it stops when the server stops. `settings` gives the data directory, executor kind and the extra Host
+    names to answer (default: the local executor's state directory's parent; the bound host and loopback names
+    only). Returns once it listens."""
     if settings is None:
         settings = Settings(config=Path("."), data_dir=_data_dir(server))
     app = create_app(
@@ -65,6 +67,7 @@ def attach_api(
         server.built.engine.clock.now,
         config=server.built.config,
         open_login=open_login,
+        allowed_hosts=allowed_hosts(host, settings.allowed_hosts),
     )
     web = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=web.run, name="allotment-api", daemon=True)

@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from allotment.cli import admin as admin_commands
 from allotment.cli import jobs as jobs_commands
 from allotment.cli import manage as manage_commands
 from allotment.cli import simulate as simulate_commands
@@ -37,6 +38,7 @@ app.add_typer(config_app, name="config")
 jobs_commands.register(app)  # submit, run, session, queue, status, why, logs, cancel
 manage_commands.register(app)  # budget …, node …, login, whoami, usage
 simulate_commands.register(app)  # simulate (issue 6)
+admin_commands.register(app)  # admin token (the first administrator's token, on the server's host)
 
 
 def example_config() -> Path | None:
@@ -191,13 +193,33 @@ def server_command(
             "(a local, single-user server only; needs a loopback --host).",
         ),
     ] = False,
+    allow_remote_http: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote-http",
+            help="Serve plain HTTP on a non-loopback --host. Tokens then cross the network in clear text unless a "
+            "TLS proxy is the only way in (docs/operations.md).",
+        ),
+    ] = False,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            help="A Host name the API answers besides the bound address and the loopback names (e.g. the name "
+            "your TLS proxy serves); repeat for several, or set ALLOT_ALLOWED_HOSTS=a,b. Other Host headers get 400.",
+        ),
+    ] = None,
 ) -> None:
     """Run the scheduler and its HTTP API: migrate and seed the database, then cycle until SIGTERM or Ctrl-C."""
     import logging
 
+    from rich.markup import escape
+
     from allotment.api import attach_api
+    from allotment.cli.admin import private_files
     from allotment.engine.server import Server, serve
     from allotment.engine.setup import Settings
+    from allotment.ops.hardening import ANY, is_loopback
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     path = config or example_config()
@@ -205,10 +227,24 @@ def server_command(
         Console(stderr=True).print("[red]no configuration given and examples/ai2 not found[/red]")
         raise typer.Exit(code=2)
     _load(Console(stderr=True), path)
-    if open_login and host not in ("127.0.0.1", "localhost", "::1"):
+    if open_login and not is_loopback(host):
         Console(stderr=True).print("[red]✗[/red] --open-login lets anyone act as any user: only with a loopback --host")
         raise typer.Exit(code=2)
-    settings = Settings(config=path, data_dir=data_dir, database_url=database_url, executor=executor)
+    if not is_loopback(host) and not allow_remote_http:
+        Console(stderr=True).print(
+            f"[red]✗[/red] --host {escape(host)} serves plain HTTP beyond this machine, and bearer tokens with it. "
+            "Keep the default --host 127.0.0.1 behind a TLS reverse proxy (docs/operations.md, "
+            '"TLS behind a reverse proxy"), or pass --allow-remote-http if the network path is already protected.'
+        )
+        raise typer.Exit(code=2)
+    hosts = Settings(config=path, data_dir=data_dir).allowed_hosts + tuple(allowed_host or ())  # env + options
+    if open_login and ANY in hosts:
+        Console(stderr=True).print("[red]✗[/red] --allowed-host '*' cannot be combined with --open-login")
+        raise typer.Exit(code=2)
+    private_files()  # the database holds token hashes and jobs' environments: 0600 files, 0700 folders
+    settings = Settings(
+        config=path, data_dir=data_dir, database_url=database_url, executor=executor, allowed_hosts=hosts
+    )
 
     def with_api(server: Server) -> None:
         api = attach_api(server, host, port, settings=settings, open_login=open_login)

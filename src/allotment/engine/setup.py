@@ -61,15 +61,30 @@ class Settings:
     """executor="slurm": the configured cluster Slurm runs (default: the configuration's only cluster)."""
     fleet_sync_every: float = 10.0
     """executor="slurm": seconds between node syncs with Slurm (discovery, DOWN/DRAIN both ways)."""
-    submit_rate: float = field(default_factory=lambda: _rate_env()[0])
-    """Submissions per second each API token may sustain (0: no limit). Default 20, or $ALLOT_SUBMIT_RATE."""
-    submit_burst: int = field(default_factory=lambda: _rate_env()[1])
-    """Submissions a token may make at once after being idle. Default 40, or $ALLOT_SUBMIT_BURST."""
+    submit_rate: float = field(default_factory=lambda: _rate_env("SUBMIT", 20.0, 2.0)[0])
+    """Submissions (jobs and sessions) per second each user may sustain, over all their tokens (0: no limit).
+    Default 20, or $ALLOT_SUBMIT_RATE."""
+    submit_burst: int = field(default_factory=lambda: _rate_env("SUBMIT", 20.0, 2.0)[1])
+    """Submissions a user may make at once after being idle. Default twice the rate, or $ALLOT_SUBMIT_BURST."""
+    token_rate: float = field(default_factory=lambda: _rate_env("TOKEN", 0.5, 20.0)[0])
+    """Tokens per second that may be issued for one user (0: no limit). Default 0.5, or $ALLOT_TOKEN_RATE."""
+    token_burst: int = field(default_factory=lambda: _rate_env("TOKEN", 0.5, 20.0)[1])
+    """Tokens that may be issued for one user at once. Default 10, or $ALLOT_TOKEN_BURST."""
+    max_tokens: int = field(default_factory=lambda: int(os.environ.get("ALLOT_MAX_TOKENS", "100")))
+    """Live (unexpired, unrevoked) tokens one user may hold. Default 100, or $ALLOT_MAX_TOKENS."""
+    allowed_hosts: tuple[str, ...] = field(default_factory=lambda: _names_env("ALLOT_ALLOWED_HOSTS"))
+    """Host header values the API answers besides the bound host and the loopback names (the name a TLS proxy
+    serves); $ALLOT_ALLOWED_HOSTS, comma-separated. "*" turns the check off (refused with open login)."""
 
 
-def _rate_env() -> tuple[float, int]:
-    rate = float(os.environ.get("ALLOT_SUBMIT_RATE", "20"))
-    burst = int(os.environ.get("ALLOT_SUBMIT_BURST", str(max(1, int(2 * rate)))))
+def _names_env(variable: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in os.environ.get(variable, "").split(",") if name.strip())
+
+
+def _rate_env(what: str, default: float, burst_seconds: float) -> tuple[float, int]:
+    """$ALLOT_<what>_RATE (default `default`) and $ALLOT_<what>_BURST (default `burst_seconds` of the rate)."""
+    rate = float(os.environ.get(f"ALLOT_{what}_RATE", str(default)))
+    burst = int(os.environ.get(f"ALLOT_{what}_BURST", str(max(1, int(burst_seconds * rate)))))
     return rate, burst
 
 

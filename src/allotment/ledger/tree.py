@@ -35,6 +35,26 @@ def ancestors(name: str, parents: Mapping[str, str | None]) -> list[str]:
     return chain
 
 
+def depths(parents: Mapping[str, str | None]) -> dict[str, int]:
+    """Each budget's number of ancestors, in time linear in the tree's size (each budget is walked up once, however
+    deep the tree). A parent that is not itself in `parents` counts as a root. Raises on a cycle, as `ancestors`."""
+    depth: dict[str, int] = {}
+    for start in parents:
+        path: list[str] = []
+        on_path: set[str] = set()
+        node: str | None = start
+        while node is not None and node not in depth and node in parents:
+            if node in on_path:
+                raise ValueError(f"budget tree has a cycle through {node}")
+            on_path.add(node)
+            path.append(node)
+            node = parents[node]
+        base = -1 if node is None else depth.get(node, 0)  # a parent outside `parents` is a root of depth 0
+        for offset, name in enumerate(reversed(path), start=1):
+            depth[name] = base + offset
+    return depth
+
+
 def rollup(amounts: Mapping[str, Micro], parents: Mapping[str, str | None]) -> dict[str, Micro]:
     """Each budget's own amount plus all its descendants' amounts. Every budget in `parents` appears."""
     totals: dict[str, Micro] = dict.fromkeys(parents, 0)

@@ -1,18 +1,17 @@
-"""The operational layer of the HTTP API: latency metrics, per-token rate limiting of submissions, and a 503 with
+"""The operational layer of the HTTP API: latency metrics, 429 for a rate-limited request, and a 503 with
 Retry-After while the database is unreachable.
 
-Owns: `install(app, limits)`, which mounts two pure-ASGI middlewares — `Observe` (every request's latency into
+Owns: `install(app)`, which mounts the pure-ASGI middleware `Observe` (every request's latency into
 `allotment_api_request_seconds`, labelled by the matched route template, never the raw path, so label cardinality
-stays bounded) and `LimitSubmissions` (POST /jobs beyond a token's bucket answers 429 with Retry-After before the
-request is authenticated or parsed) — and the handlers that turn a database connection failure into 503 and a
-validation error raised inside a route (input a use case's stricter model refuses) into 422.
+stays bounded) and the handlers that turn `RateLimited` (raised by the per-user limits of allotment.api.limits) into
+429 with Retry-After, a database connection failure into 503 and a validation error raised inside a route (input a
+use case's stricter model refuses) into 422.
 
 Must not: authenticate, authorise or decide anything about jobs.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from typing import Any
@@ -24,10 +23,9 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from allotment.ops.metrics import API_SECONDS, RATE_LIMITED
-from allotment.ops.ratelimit import TokenBuckets, caller_key, retry_after
+from allotment.ops.ratelimit import RateLimited, retry_after
 
 log = logging.getLogger("allotment.api")
-LIMITED = {("POST", "/jobs")}
 
 
 class Observe:
@@ -54,40 +52,12 @@ class Observe:
             API_SECONDS.labels(scope["method"], template, str(status[0])).observe(time.perf_counter() - start)
 
 
-class LimitSubmissions:
-    def __init__(self, app: ASGIApp, buckets: TokenBuckets) -> None:
-        self.app, self.buckets = app, buckets
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and (scope["method"], scope["path"].rstrip("/")) in LIMITED:
-            headers = dict(scope.get("headers") or [])
-            auth = headers.get(b"authorization")
-            client = scope.get("client")
-            key = caller_key(auth.decode("latin-1") if auth else None, client[0] if client else None)
-            wait = self.buckets.take(key)
-            if wait > 0:
-                RATE_LIMITED.inc()
-                body = json.dumps(
-                    {
-                        "error": "rate_limited",
-                        "message": f"too many submissions with this token: retry in {wait:.2f}s",
-                        "problems": [],
-                    }
-                ).encode()
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 429,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"retry-after", retry_after(wait).encode()),
-                            (b"content-length", str(len(body)).encode()),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
-                return
-        await self.app(scope, receive, send)
+def rate_limited(_request: Request, exc: Exception) -> JSONResponse:
+    """429 with Retry-After (whole seconds, rounded up) and the standard error body."""
+    assert isinstance(exc, RateLimited)
+    RATE_LIMITED.inc()
+    body: dict[str, Any] = {"error": "rate_limited", "message": exc.message, "problems": []}
+    return JSONResponse(status_code=429, content=body, headers={"Retry-After": retry_after(exc.wait)})
 
 
 def database_error(_request: Request, exc: Exception) -> JSONResponse:
@@ -113,11 +83,9 @@ def invalid_input(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(status_code=422, content={"error": "invalid", "message": message, "problems": problems})
 
 
-def install(app: FastAPI, buckets: TokenBuckets | None) -> None:
-    """Mount latency metrics and (when `buckets` is given) the submission rate limit, and answer 503 while the
-    database cannot be reached."""
-    if buckets is not None:
-        app.add_middleware(LimitSubmissions, buckets=buckets)
+def install(app: FastAPI) -> None:
+    """Mount latency metrics, answer 429 for a rate-limited request and 503 while the database cannot be reached."""
     app.add_middleware(Observe)
+    app.add_exception_handler(RateLimited, rate_limited)
     app.add_exception_handler(DBAPIError, database_error)
     app.add_exception_handler(ValidationError, invalid_input)

@@ -69,7 +69,7 @@ API_SECONDS = Histogram(
     registry=REGISTRY,
 )
 RATE_LIMITED = Counter(
-    "allotment_rate_limited_total", "Submissions refused with 429 (per-token rate limit)", registry=REGISTRY
+    "allotment_rate_limited_total", "Requests refused with 429 (per-user submission or token limit)", registry=REGISTRY
 )
 
 

@@ -1,15 +1,14 @@
-"""Rate limiting of submissions per API token: a token bucket per caller.
+"""Rate limiting per user: a token bucket per key (decision 53).
 
 Owns: `TokenBuckets` (rate per second and burst per key, thread-safe, O(1) per request, idle buckets forgotten) and
-`caller_key`, which keys a request by the SHA-256 of its bearer credential (the secret itself is never kept) or by
-the client address when it has none.
+`RateLimited`, the error a refused request raises (ops.http answers it with 429 and Retry-After).
 
-Must not: authenticate (the API does, after this check) or know which routes are limited (ops.http does).
+Must not: authenticate or know which routes are limited and by what key (allotment.api.limits does: by the
+authenticated user, so a user's many tokens share one bucket).
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 import threading
 import time
@@ -59,7 +58,18 @@ def retry_after(wait: float) -> str:
     return str(max(1, math.ceil(wait)))
 
 
-def caller_key(authorization: str | None, client: str | None) -> str:
-    if authorization:
-        return "token:" + hashlib.sha256(authorization.strip().encode()).hexdigest()
-    return f"address:{client or 'unknown'}"
+class RateLimited(Exception):
+    """A request beyond its bucket: `wait` seconds until the next one is allowed."""
+
+    def __init__(self, message: str, wait: float) -> None:
+        super().__init__(message)
+        self.message, self.wait = message, wait
+
+
+def spend(buckets: TokenBuckets | None, key: str, what: str) -> None:
+    """Spend one request of `key`'s bucket (no limit when `buckets` is None); RateLimited beyond it."""
+    if buckets is None:
+        return
+    wait = buckets.take(key)
+    if wait > 0:
+        raise RateLimited(f"too many {what}: retry in {wait:.2f}s", wait)

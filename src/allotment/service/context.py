@@ -21,6 +21,7 @@ from allotment.engine.setup import period_spec
 from allotment.ledger.periods import Period, PeriodSpec, period_at
 
 DEFAULT_TOKEN_TTL: Seconds = 30 * 24 * 3600
+DEFAULT_MAX_TOKENS = 100
 
 
 @dataclass
@@ -33,6 +34,8 @@ class Context:
     open_login: bool = False
     """Local servers only: POST /auth/login issues a token for any configured user without credentials."""
     token_ttl: Seconds = DEFAULT_TOKEN_TTL
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    """Live (unexpired, unrevoked) tokens one user may hold; issuing one more is refused (409)."""
     executor: str = "local"
     """The executor kind the engine runs jobs with (it decides how a session is reached)."""
     policy: PolicyConfig = field(init=False)

@@ -26,7 +26,7 @@ from allotment.config.errors import Loc
 from allotment.config.fields import credits_text, to_micro
 from allotment.config.plans import BudgetPlan, PlanBudget, PlanMember, PlanWindow
 from allotment.ledger import INFRASTRUCTURE, Entry, EntryKind, adjust_key, alloc_key
-from allotment.ledger.tree import ancestors
+from allotment.ledger.tree import depths
 from allotment.service.context import Context
 from allotment.service.errors import Conflict, FieldProblem, Forbidden, Invalid
 from allotment.service.principal import LEAD, MEMBER, Principal
@@ -82,6 +82,7 @@ class _Planner:
     def _budgets(self, parents: dict[str, str | None]) -> None:
         names = Counter(b.name for b in self.plan.budgets)
         has_children = {p for p in parents.values() if p is not None}
+        planned = set(names)
         for i, b in enumerate(self.plan.budgets):
             if names[b.name] > 1:
                 self.bad(("budgets", i, "name"), f"budget {b.name!r} is listed twice")
@@ -109,7 +110,6 @@ class _Planner:
             if b.parent is None:
                 self.bad(("budgets", i, "parent"), f"{b.name!r} is a new budget: name its parent")
                 continue
-            planned = {x.name for x in self.plan.budgets}
             if b.parent not in self.rows and b.parent not in planned:
                 self.bad(("budgets", i, "parent"), f"unknown budget {b.parent!r}")
                 continue
@@ -127,25 +127,24 @@ class _Planner:
                 )
             )
         try:
-            for name in parents:
-                ancestors(name, parents)
+            depths(parents)
         except ValueError as exc:
             self.bad(("budgets",), str(exc))
 
     def _authorise(self, parents: dict[str, str | None]) -> None:
         p = self.principal
+        p.require_planner()
         if p.admin:
             return
-        if not p.led:
-            raise Forbidden(f"{p.user} may not change budgets: administrators and budget leads only")
+        below = p.strictly_inside_led(parents)
         for b in self.plan.budgets:
-            if not p.leads(b.name, parents, strictly=True):
+            if b.name not in below:
                 raise Forbidden(f"{p.user} may not change budget {b.name!r}: it is not inside a subtree they lead")
             for m in b.members or ():
                 if m.role.value not in (LEAD, MEMBER):
                     raise Forbidden(f"{p.user} may not grant the {m.role.value} role: administrators only")
         for w in self.plan.windows or ():
-            if not p.leads(w.budget, parents, strictly=True):
+            if w.budget not in below:
                 raise Forbidden(f"{p.user} may not book windows for {w.budget!r}: not inside a subtree they lead")
 
     def _sums(self, parents: dict[str, str | None]) -> None:
@@ -159,9 +158,12 @@ class _Planner:
         for name, parent in parents.items():
             if parent is not None:
                 totals[parent] = totals.get(parent, 0) + alloc.get(name, 0)
+        first_child: dict[str | None, str] = {}
+        for b in self.plan.budgets:
+            first_child.setdefault(parents.get(b.name), b.name)
         for parent, total in sorted(totals.items()):
             if parent in touched and total > alloc.get(parent, 0):
-                child = next((b.name for b in self.plan.budgets if parents.get(b.name) == parent), parent)
+                child = first_child.get(parent, parent)
                 loc: Loc = ("budgets", index[child], "allocation") if child in index else ("budgets",)
                 self.bad(
                     loc,
@@ -171,13 +173,14 @@ class _Planner:
 
     def _members(self) -> None:
         users = set(self.session.scalars(select(UserRow.name)))
+        current: dict[str, dict[str, str]] = {}
+        if any(b.members is not None for b in self.plan.budgets):
+            for row in self.session.scalars(select(MembershipRow)):
+                current.setdefault(row.budget, {})[row.user] = row.role
         for i, b in enumerate(self.plan.budgets):
             if b.members is None:
                 continue
-            old = {
-                m.user: m.role
-                for m in self.session.scalars(select(MembershipRow).where(MembershipRow.budget == b.name))
-            }
+            old = current.get(b.name, {})
             new: dict[str, str] = {}
             for j, m in enumerate(b.members):
                 if m.user not in users:
@@ -270,24 +273,23 @@ def apply_plan(ctx: Context, principal: Principal, doc: Document[BudgetPlan], wh
 
 def _write(session: Session, plan: BudgetPlan, changes: list[PlanChange], now: int, audit_id: int) -> None:
     period_open = session.get(PeriodRow, plan.period) is not None
-    created = [c for c in changes if c.kind == "budget" and c.field == "created"]
-    pending = {c.target: c for c in created}
-    while pending:  # parents first: a plan may list a new child before its new parent
-        ready = [name for name, c in sorted(pending.items()) if c.new["parent"] not in pending]
-        if not ready:
-            raise Invalid.of("budgets", "the new budgets' parents form a cycle")
-        for name in ready:
-            c = pending.pop(name)
-            session.add(
-                BudgetRow(
-                    name=name,
-                    parent=c.new["parent"],
-                    allocation_micro=c.new["allocation"],
-                    max_gpus=c.new["max_gpus"],
-                    updated_at=now,
-                )
+    created = {c.target: c for c in changes if c.kind == "budget" and c.field == "created"}
+    try:  # parents first: a plan may list a new child before its new parent
+        depth = depths({name: c.new["parent"] for name, c in created.items()})
+    except ValueError:
+        raise Invalid.of("budgets", "the new budgets' parents form a cycle") from None
+    for name in sorted(created, key=lambda n: (depth[n], n)):
+        c = created[name]
+        session.add(
+            BudgetRow(
+                name=name,
+                parent=c.new["parent"],
+                allocation_micro=c.new["allocation"],
+                max_gpus=c.new["max_gpus"],
+                updated_at=now,
             )
-        session.flush()
+        )
+    session.flush()
     rows = {r.name: r for r in session.scalars(select(BudgetRow))}
     parents = {p for p in (r.parent for r in rows.values()) if p is not None}
     memo = f"budget plan for {plan.period} (audit {audit_id})"

@@ -49,6 +49,36 @@ class Principal:
             return True
         return any(a in self.led for a in chain)
 
+    def strictly_inside_led(self, parents: Mapping[str, str | None]) -> set[str]:
+        """Every budget of `parents` for which `leads(budget, parents, strictly=True)` holds, in time linear in the
+        tree (each chain walked once, however deep): for checking a whole plan, where a call per budget would cost
+        the tree's depth each. A cycle (a plan's invalid new budgets) counts as outside."""
+        led = self.led
+        known: dict[str, bool] = {}
+        for start in parents:
+            path: list[str] = []
+            seen: set[str] = set()
+            node: str | None = start
+            inside = False
+            while node is not None and node not in known and node not in seen:
+                seen.add(node)
+                path.append(node)
+                parent = parents.get(node)
+                if parent in led:
+                    inside = True
+                    break
+                node = parent
+            else:  # a root, a budget already known, or a cycle
+                inside = node is not None and known.get(node, False)
+            for name in path:
+                known[name] = inside
+        return {name for name, inside in known.items() if inside}
+
+    @property
+    def may_submit_anywhere(self) -> bool:
+        """Whether some budget may be charged by this user (checked before a spec is even read)."""
+        return self.admin or bool(self.roles)
+
     def may_submit(self, budget: str, parents: Mapping[str, str | None]) -> bool:
         return self.admin or self.belongs_to(budget) or self.leads(budget, parents)
 
@@ -62,6 +92,11 @@ class Principal:
     def require_admin(self, what: str) -> None:
         if not self.admin:
             raise Forbidden(f"{self.user} may not {what}: administrators only")
+
+    def require_planner(self) -> None:
+        """Budget plans: administrators and budget leads only (checked before a plan is read)."""
+        if not (self.admin or self.led):
+            raise Forbidden(f"{self.user} may not change budgets: administrators and budget leads only")
 
     def require_operator(self, what: str) -> None:
         if not (self.admin or self.operator):

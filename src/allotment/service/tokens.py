@@ -1,15 +1,19 @@
 """API tokens: issuing, authenticating, listing and revoking bearer tokens.
 
 Owns: the token format (`allot_` + 32 random bytes, URL-safe), storing only its SHA-256, expiry (30 days by
-default), revocation, `last_used_at` (refreshed at most once a minute, so reads stay cheap), login (who may obtain a
-token for whom) and turning a presented token into the acting Principal. Authentication is cached per token digest
-for AUTH_CACHE_SECONDS of wall time (a busy client's requests skip two reads); expiry is still checked against the
-clock on every request, and a revocation through this process drops the cached entry at once (one revoked on
-another instance stops working within AUTH_CACHE_SECONDS).
+default), the cap on live tokens per user (Context.max_tokens: one more is a Conflict naming the fix), revocation,
+`last_used_at` (refreshed at most once a minute, so reads stay cheap), login (who may obtain a token for whom) and
+turning a presented token into the acting Principal. Authentication is cached per token digest for
+AUTH_CACHE_SECONDS of wall time (a busy client's requests skip two reads); expiry is still checked against the clock
+on every request, and a revocation through this process drops the cached entry at once (one revoked on another
+instance stops working within AUTH_CACHE_SECONDS).
 
 Trust model: users are configured, not self-registered. An administrator may issue a token for any configured user;
-any user may issue further tokens for themselves; `login` without credentials works only on a server started with
-open login (a local, single-user server, where whoever reaches the port is trusted to be any configured user).
+any user may issue further tokens for themselves (the API rate limits issuance per user through the `throttle` the
+use cases call once the caller's right is established, so nobody spends another user's allowance); `login` without
+credentials works only on a server started with open login (a local, single-user server, where whoever reaches the
+port is trusted to be any configured user); the first administrator's token on a server without open login comes
+from `allot admin token` on the server's host (`bootstrap_admin_token`).
 
 Must not: keep a secret anywhere but in the response that creates it.
 """
@@ -21,13 +25,14 @@ import secrets
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from allotment.core.model import Seconds
 from allotment.service.context import Context
-from allotment.service.errors import Forbidden, Invalid, NotFound, Unauthenticated
+from allotment.service.errors import Conflict, Forbidden, Invalid, NotFound, Unauthenticated
 from allotment.service.principal import Principal, load_principal
 from allotment.service.views import Me, NewToken, TokenView
 from allotment.store.db import reading
@@ -88,6 +93,17 @@ def issue(ctx: Context, user: str, *, name: str = "", ttl: Seconds | None = None
     with ctx.sessions.begin() as session:
         if session.get(UserRow, user) is None:
             raise NotFound(f"no user {user!r} (users are configured)")
+        live = session.scalar(
+            select(func.count())
+            .select_from(ApiTokenRow)
+            .where(ApiTokenRow.user == user, ApiTokenRow.revoked_at.is_(None), ApiTokenRow.expires_at > now)
+        )
+        if (live or 0) >= ctx.max_tokens:
+            raise Conflict(
+                f"{user} already holds {live} live tokens, the most this server allows (max_tokens "
+                f"{ctx.max_tokens}): revoke unused ones (allot token revoke ID, or DELETE /auth/tokens/ID) or wait "
+                "for them to expire"
+            )
         row = ApiTokenRow(
             id="t-" + uuid.uuid4().hex[:12],
             user=user,
@@ -112,25 +128,47 @@ def issue(ctx: Context, user: str, *, name: str = "", ttl: Seconds | None = None
     return NewToken(token=view, secret=secret)
 
 
+Throttle = Callable[[str], None]
+"""Called with the user a token is for, once the caller may have it; raises to refuse (a rate limit)."""
+
+
+def _unthrottled(_user: str) -> None:
+    return None
+
+
 def create_token(
-    ctx: Context, principal: Principal, user: str, *, name: str = "", ttl: Seconds | None = None
+    ctx: Context,
+    principal: Principal,
+    user: str,
+    *,
+    name: str = "",
+    ttl: Seconds | None = None,
+    throttle: Throttle = _unthrottled,
 ) -> NewToken:
     """Administrators issue tokens for anyone; a user for themselves."""
     if user != principal.user and not principal.admin:
         raise Forbidden(f"{principal.user} may not issue tokens for {user}: administrators only")
+    throttle(user)
     return issue(ctx, user, name=name, ttl=ttl, actor=principal.user)
 
 
 def login(
-    ctx: Context, principal: Principal | None, user: str, *, name: str = "", ttl: Seconds | None = None
+    ctx: Context,
+    principal: Principal | None,
+    user: str,
+    *,
+    name: str = "",
+    ttl: Seconds | None = None,
+    throttle: Throttle = _unthrottled,
 ) -> NewToken:
     """A token for `user`: with an administrator's token, with the user's own token, or with no credentials on a
     server started with open login."""
     if principal is None:
         if not ctx.open_login:
             raise Unauthenticated("login needs an administrator's token (this server does not allow open login)")
+        throttle(user)
         return issue(ctx, user, name=name or "login", ttl=ttl, actor=user)
-    return create_token(ctx, principal, user, name=name or "login", ttl=ttl)
+    return create_token(ctx, principal, user, name=name or "login", ttl=ttl, throttle=throttle)
 
 
 def authenticate_cached(ctx: Context, secret: str) -> Principal | None:
@@ -213,3 +251,19 @@ def revoke_token(ctx: Context, principal: Principal, token_id: str) -> TokenView
 
 def whoami(principal: Principal) -> Me:
     return Me(user=principal.user, admin=principal.admin, operator=principal.operator, roles=dict(principal.roles))
+
+
+def bootstrap_admin_token(ctx: Context, user: str, *, name: str = "", ttl: Seconds | None = None) -> NewToken:
+    """The first administrator's token, issued on the server's host with direct database access (`allot admin
+    token`): no HTTP and no credentials, so only someone who can read the server's database may call it. The user
+    must be an administrator in the configuration; the cap on live tokens applies as to any issue."""
+    with reading(ctx.sessions) as session:
+        principal = load_principal(session, user) if session.get(UserRow, user) is not None else None
+    if principal is None:
+        raise NotFound(f"no user {user!r}: add them under `users:` in the configuration (users are configured)")
+    if not principal.admin:
+        raise Forbidden(
+            f"{user} is not an administrator: give them the admin role on a budget in the configuration "
+            f"(members: [{{user: {user}, role: admin}}]) and run this again"
+        )
+    return issue(ctx, user, name=name or "bootstrap", ttl=ttl, actor=f"{user} (allot admin token)")

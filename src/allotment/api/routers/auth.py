@@ -9,6 +9,7 @@ from fastapi import APIRouter
 
 from allotment.api.auth import Caller, Ctx, MaybeCaller
 from allotment.api.errors import ERROR_RESPONSES
+from allotment.api.limits import Throttle
 from allotment.api.schemas import LoginRequest, TokenRequest
 from allotment.service import tokens
 from allotment.service.views import Me, NewToken, TokenView
@@ -17,10 +18,11 @@ router = APIRouter(prefix="/auth", tags=["auth"], responses=ERROR_RESPONSES)
 
 
 @router.post("/login", status_code=201, response_model=NewToken)
-def login(body: LoginRequest, ctx: Ctx, caller: MaybeCaller) -> NewToken:
+def login(body: LoginRequest, ctx: Ctx, caller: MaybeCaller, throttle: Throttle) -> NewToken:
     """A token for a configured user: with an administrator's token (or the user's own), or with no token on a
-    server started with open login. The secret is shown once."""
-    return tokens.login(ctx, caller, body.user, name=body.name, ttl=body.ttl)
+    server started with open login. The secret is shown once. Rate limited per user (429) and capped at the
+    server's live tokens per user (409)."""
+    return tokens.login(ctx, caller, body.user, name=body.name, ttl=body.ttl, throttle=throttle)
 
 
 @router.get("/me", response_model=Me)
@@ -29,9 +31,10 @@ def me(caller: Caller) -> Me:
 
 
 @router.post("/tokens", status_code=201, response_model=NewToken)
-def create(body: TokenRequest, ctx: Ctx, caller: Caller) -> NewToken:
-    """Issue a token: administrators for anyone, users for themselves."""
-    return tokens.create_token(ctx, caller, body.user, name=body.name, ttl=body.ttl)
+def create(body: TokenRequest, ctx: Ctx, caller: Caller, throttle: Throttle) -> NewToken:
+    """Issue a token: administrators for anyone, users for themselves. Rate limited per user the token is for
+    (429) and capped at the server's live tokens per user (409)."""
+    return tokens.create_token(ctx, caller, body.user, name=body.name, ttl=body.ttl, throttle=throttle)
 
 
 @router.get("/tokens", response_model=list[TokenView])

@@ -11,8 +11,9 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
-from allotment.api.auth import AsyncCaller, Caller, Ctx
+from allotment.api.auth import Caller, Ctx
 from allotment.api.errors import ERROR_RESPONSES
+from allotment.api.limits import Submitter
 from allotment.api.schemas import SubmitRequest
 from allotment.service import explain, jobs
 from allotment.service.errors import BadRequest
@@ -33,12 +34,13 @@ def request_key(body_key: str | None, header_key: str | None) -> str | None:
 async def submit(
     body: SubmitRequest,
     request: Request,
-    caller: AsyncCaller,
+    caller: Submitter,
     response: Response,
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> Submitted:
     """Submit a job spec (as an object or YAML text). Returns 201 for a new job, 200 for a retried request.
-    Submissions arriving together are written in one transaction (service.intake)."""
+    Submissions arriving together are written in one transaction (service.intake). Rate limited per user (429
+    with Retry-After); a user in no budget is refused (403) before the spec is read."""
     if (body.spec is None) == (body.yaml is None):
         raise BadRequest("give the job spec as either `spec` (an object) or `yaml` (text)")
     if body.yaml is not None:

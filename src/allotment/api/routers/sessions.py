@@ -11,6 +11,7 @@ from fastapi import APIRouter, Header
 
 from allotment.api.auth import Caller, Ctx
 from allotment.api.errors import ERROR_RESPONSES
+from allotment.api.limits import Submitter
 from allotment.api.routers.jobs import request_key
 from allotment.api.schemas import SessionBody
 from allotment.service import sessions
@@ -23,7 +24,7 @@ router = APIRouter(prefix="/sessions", tags=["sessions"], responses=ERROR_RESPON
 def request_session(
     body: SessionBody,
     ctx: Ctx,
-    caller: Caller,
+    caller: Submitter,
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> SessionView:
     """Request a session; poll GET /sessions/{id} until `ready` to get the attach information."""
