@@ -19,6 +19,7 @@ from allotment.api.routers import auth, budgets, dashboard, health, jobs, nodes,
 from allotment.api.routers import sessions as session_routes
 from allotment.config import AllotmentConfig, load_config
 from allotment.engine.setup import Settings
+from allotment.ops import bounds
 from allotment.ops import http as ops_http
 from allotment.ops.ratelimit import TokenBuckets
 from allotment.service.context import Context
@@ -57,6 +58,7 @@ def create_app(
     app.state.context = ctx
     app.state.intake = Intake(ctx)
     errors.install(app)
+    bounds.install(app, settings.max_body_bytes)
     ops_http.install(app, TokenBuckets(settings.submit_rate, settings.submit_burst) if settings.submit_rate else None)
     for module in (health, auth, jobs, session_routes, budgets, plans, nodes, reports, simreports, dashboard):
         app.include_router(module.router)

@@ -10,6 +10,7 @@ Must not: contain scheduling rules (the core decides), workload generation (see 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -191,6 +192,13 @@ def server_command(
             "(a local, single-user server only; needs a loopback --host).",
         ),
     ] = False,
+    max_body_bytes: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Largest request body the API reads; a larger one gets 413 (default 1 MiB, or $ALLOT_MAX_BODY_BYTES).",
+        ),
+    ] = None,
 ) -> None:
     """Run the scheduler and its HTTP API: migrate and seed the database, then cycle until SIGTERM or Ctrl-C."""
     import logging
@@ -209,6 +217,8 @@ def server_command(
         Console(stderr=True).print("[red]✗[/red] --open-login lets anyone act as any user: only with a loopback --host")
         raise typer.Exit(code=2)
     settings = Settings(config=path, data_dir=data_dir, database_url=database_url, executor=executor)
+    if max_body_bytes is not None:
+        settings = replace(settings, max_body_bytes=max_body_bytes)
 
     def with_api(server: Server) -> None:
         api = attach_api(server, host, port, settings=settings, open_login=open_login)

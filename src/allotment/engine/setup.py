@@ -24,6 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from allotment.config import AllotmentConfig, load_config, to_core
+from allotment.config.limits import MAX_BODY_BYTES
 from allotment.core.cycle import AllotmentPolicy
 from allotment.core.model import Node
 from allotment.core.policy import Policy
@@ -42,6 +43,11 @@ from allotment.store.scheduling import Accounting, SqlSchedulingStore
 from allotment.store.tables import NodeRow
 
 log = logging.getLogger("allotment.setup")
+
+
+def _body_limit_env() -> int:
+    raw = os.environ.get("ALLOT_MAX_BODY_BYTES", "").strip()
+    return int(raw) if raw else MAX_BODY_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +71,8 @@ class Settings:
     """Submissions per second each API token may sustain (0: no limit). Default 20, or $ALLOT_SUBMIT_RATE."""
     submit_burst: int = field(default_factory=lambda: _rate_env()[1])
     """Submissions a token may make at once after being idle. Default 40, or $ALLOT_SUBMIT_BURST."""
+    max_body_bytes: int = field(default_factory=_body_limit_env)
+    """Largest request body the API reads (413 beyond). Default 1 MiB (config.limits), or $ALLOT_MAX_BODY_BYTES."""
 
 
 def _rate_env() -> tuple[float, int]:
