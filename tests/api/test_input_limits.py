@@ -44,8 +44,11 @@ class Case:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def _plan(api: Api, **budget: Any) -> dict[str, Any]:
-    return {"plan": {"period": api.ctx.period().id, "budgets": [{"name": "lab", **budget}]}, "why": "test"}
+def _plan(api: Api, body: dict[str, Any]) -> dict[str, Any]:
+    """A plan for the current period setting budget `lab` (with `body["budget"]`) and the plan's own `why`."""
+    budget = {"name": "lab", "allocation": 23000, **body.get("budget", {})}
+    document = {"period": api.ctx.period().id, "budgets": [budget], "why": body.get("why", "test")}
+    return {"plan": document}
 
 
 CASES = [
@@ -134,8 +137,15 @@ CASES = [
         id="drain-reason-over-4096",
     ),
     pytest.param(
-        Case("POST", "/plans/apply", "ada", 422, "budgets[0].allocation", {"allocation": HUGE}),
+        Case("POST", "/plans/apply", "ada", 422, "budgets[0].allocation", {"budget": {"allocation": HUGE}}),
         id="plan-allocation-of-1e20-credits",
+    ),
+    pytest.param(
+        Case("POST", "/plans/apply", "ada", 422, "budgets[0].max_gpus", {"budget": {"max_gpus": 2**31}}),
+        id="plan-max-gpus-over-int32",
+    ),
+    pytest.param(
+        Case("POST", "/plans/apply", "ada", 422, "why", {"why": "w" * (MAX_TEXT + 1)}), id="plan-reason-over-4096"
     ),
 ]
 
@@ -158,7 +168,7 @@ def test_input_over_a_limit_is_refused_in_the_error_shape_and_writes_nothing(api
     path = case.path
     if "{job}" in path:
         path = path.format(job=api.submit("ben", "pretrain"))
-    body = _plan(api, **case.body) if case.path == "/plans/apply" else case.body
+    body = _plan(api, case.body) if case.path == "/plans/apply" else case.body
     before = _counts(api)
     if case.chunked:
         content = json.dumps(body).encode()
