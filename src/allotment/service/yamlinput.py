@@ -164,8 +164,28 @@ def reason_of(model: type[BaseModel], error: ErrorDetails, loc: Loc) -> str:
     return f"{msg} (got {given!r})"
 
 
+def _has_nul(data: Any) -> bool:
+    """Whether any string (value or key) in `data` holds a NUL byte: the fast scan every document gets."""
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                return True
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                if isinstance(key, str) and "\x00" in key:
+                    return True
+                stack.append(item)
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+    return False
+
+
 def nul_fields(data: Any) -> list[Loc]:
     """The paths of every string (value or key) in `data` holding a NUL byte, walked without recursion."""
+    if not _has_nul(data):
+        return []
     found: list[Loc] = []
     stack: list[tuple[Loc, Any]] = [((), data)]
     while stack:
