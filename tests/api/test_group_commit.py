@@ -9,13 +9,14 @@ from typing import Any
 
 from sqlalchemy import select
 
-from allotment.service.errors import Conflict, Forbidden, Invalid
+from allotment.service.errors import Conflict, Forbidden, Invalid, ServiceError
 from allotment.service.intake import Intake
 from allotment.service.jobs import SubmitRequest, get_job, submit_jobs
 from allotment.service.principal import Principal
 from allotment.service.specs import spec_from_data
 from allotment.service.tokens import authenticate
 from allotment.service.views import Submitted
+from allotment.service.yamlinput import Document
 from allotment.store.tables import JobEventRow, JobRow
 from tests.api.conftest import Api
 
@@ -103,3 +104,24 @@ def test_a_refused_request_raises_to_its_own_caller_only(api: Api) -> None:
     good, bad = asyncio.run(two())
     assert isinstance(good, Submitted) and isinstance(bad, Invalid)
     assert list(_jobs_in_database(api)) == [good.job.id]
+
+
+def test_a_submission_that_breaks_its_batch_fails_alone(api: Api) -> None:
+    """A submission that trips something no check foresaw (here a priority the database cannot store, built past the
+    spec's validation) fails its whole transaction; the intake writes the others again one at a time, so only its
+    own caller hears the error."""
+    intake = Intake(api.ctx)
+    good = [_request(api, "ben", f"g{i}", name=f"good-{i}") for i in range(20)]
+    broken = _request(api, "ben", "broken")
+    broken = SubmitRequest(
+        broken.principal, Document(broken.doc.value.model_copy(update={"priority": 10**30})), "broken"
+    )
+    requests = [*good[:10], broken, *good[10:]]
+
+    async def all_at_once() -> list[Submitted | BaseException]:
+        return list(await asyncio.gather(*(intake.submit(r) for r in requests), return_exceptions=True))
+
+    answers = asyncio.run(all_at_once())
+    assert [isinstance(a, Submitted) for a in answers] == [True] * 10 + [False] + [True] * 10
+    assert not isinstance(answers[10], Submitted | ServiceError)  # an unexpected failure, answered 500 by the API
+    assert set(_jobs_in_database(api)) == {a.job.id for a in answers if isinstance(a, Submitted)}

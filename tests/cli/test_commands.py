@@ -60,6 +60,17 @@ def test_a_bad_spec_is_rejected_with_field_and_line(allot: Allot, tmp_path: Path
     assert allot.json("ben", "queue", "--user", "ben", "--state", "pending")["items"] == []
 
 
+def test_a_spec_over_a_limit_or_larger_than_the_fleet_is_reported_as_bad_input(allot: Allot, tmp_path: Path) -> None:
+    huge = tmp_path / "huge.yaml"
+    huge.write_text("budget: pretrain\ncommand: [x]\n#" + "x" * (2 << 20) + "\n", encoding="utf-8")
+    result = allot("ben", "submit", str(huge), code=2)
+    assert "limit of 1048576 bytes" in result.stderr and "(413)" in result.stderr
+    wide = tmp_path / "wide.yaml"
+    wide.write_text("budget: pretrain\ncommand: [x]\nresources: {gpus: 9}\n", encoding="utf-8")
+    result = allot("ben", "submit", str(wide), code=2)
+    assert "line 3" in result.stderr and "resources.gpus" in result.stderr and "largest job" in result.stderr
+
+
 def test_run_keeps_the_command_after_the_double_dash_verbatim(allot: Allot, tmp_path: Path) -> None:
     code = "import json, os, sys; print(json.dumps([sys.argv[1:], os.getcwd(), os.environ['STAGE']]))"
     args = ["run", "--gpus", "1", "--budget", "finetune", "--name", "argv", "--env", "STAGE=test",

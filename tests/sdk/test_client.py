@@ -228,3 +228,17 @@ def test_the_sdk_imports_without_the_server() -> None:
         "assert not bad, bad"
     )
     subprocess.run([PY, "-c", code], check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+
+
+def test_limits_and_impossible_jobs_come_back_as_typed_errors(ben: Client) -> None:
+    with pytest.raises(ApiError) as too_large:
+        ben.submit(yaml="budget: pretrain\ncommand: [x]\n#" + "x" * (2 << 20))
+    assert (too_large.value.status, too_large.value.error) == (413, "too_large") and too_large.value.is_bad_input
+    assert "limit of 1048576 bytes" in too_large.value.message
+    with pytest.raises(ApiError) as impossible:
+        ben.submit({"budget": "pretrain", "command": ["x"], "resources": {"gpus": 9}})
+    [problem] = impossible.value.problems
+    assert problem.field == "resources.gpus" and "the largest job this fleet can hold" in problem.reason
+    with pytest.raises(ApiError) as nowhere:
+        ben.request("GET", "/no/such/endpoint")
+    assert (nowhere.value.status, nowhere.value.error) == (404, "not_found") and "/docs" in nowhere.value.message

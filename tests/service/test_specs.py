@@ -62,3 +62,31 @@ def test_all_problems_are_reported_at_once_in_line_order() -> None:
         parse_spec("budget: x\nuser: mallory\ncommand: []\ngrace: never\n")
     assert [(p.field, p.line) for p in caught.value.problems] == [("user", 2), ("command", 3), ("grace", 4)]
     assert "line 2: user: unknown key 'user'" in str(caught.value)
+
+
+LAUGHS = "budget: pretrain\ncommand: [x]\nx-laughs:\n" + "".join(
+    f"  l{i}: &l{i} [{', '.join(['*l' + str(i - 1)] * 10) if i else ', '.join(['lol'] * 10)}]\n" for i in range(7)
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason", "line"),
+    [
+        pytest.param(
+            "budget: pretrain\ncommand: [x]\nenv: " + "[" * 5000 + "]" * 5000 + "\n",
+            "nested deeper than 32 levels",
+            3,
+            id="deeper-than-32-levels",
+        ),
+        pytest.param(LAUGHS, "more than 100000 values once its aliases are expanded", 1, id="billion-laughs"),
+        pytest.param(
+            "budget: pretrain\ncommand: [x]\npriority: " + "9" * 5000, "too many digits", None, id="5000-digits"
+        ),
+        pytest.param('budget: pretrain\ncommand: ["a\\0b"]\n', "NUL byte", 2, id="escaped-nul"),
+    ],
+)
+def test_a_yaml_document_out_of_bounds_is_invalid_with_its_line(text: str, reason: str, line: int | None) -> None:
+    with pytest.raises(Invalid) as caught:
+        parse_spec(text)
+    [problem] = caught.value.problems
+    assert reason in problem.reason and problem.line == line

@@ -21,7 +21,7 @@ from allotment.api.routers import auth, budgets, dashboard, health, jobs, nodes,
 from allotment.api.routers import sessions as session_routes
 from allotment.config import AllotmentConfig, load_config
 from allotment.engine.setup import Settings
-from allotment.ops import hardening
+from allotment.ops import bounds, hardening
 from allotment.ops import http as ops_http
 from allotment.service.context import Context
 from allotment.service.intake import Intake
@@ -68,6 +68,7 @@ def create_app(
     app.state.intake = Intake(ctx)
     errors.install(app)
     app.state.limits = Limits.of(settings)
+    bounds.install(app, settings.max_body_bytes)
     ops_http.install(app)
     for module in (health, auth, jobs, session_routes, budgets, plans, nodes, reports, simreports, dashboard):
         app.include_router(module.router)

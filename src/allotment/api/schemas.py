@@ -8,11 +8,16 @@ Must not: validate what the service layer validates (specs and plans are checked
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from allotment.config.fields import Duration, Name
+from allotment.config.fields import Duration, FreeText, Name, Text
+from allotment.config.limits import MAX_ARGS, MAX_CHOICES, MAX_REQUEST_ID, MAX_TOKEN_NAME
+from allotment.service.specs import Argument, Env, GpuCount
+
+RequestId = Annotated[Text, Field(max_length=MAX_REQUEST_ID)]
+TokenName = Annotated[Text, Field(max_length=MAX_TOKEN_NAME)]
 
 
 class _Body(BaseModel):
@@ -23,25 +28,25 @@ class SubmitRequest(_Body):
     """Give the spec either as an object (`spec`) or as YAML text (`yaml`, whose problems carry line numbers)."""
 
     spec: dict[str, Any] | None = None
-    yaml: str | None = None
-    request_id: str | None = None
+    yaml: Text | None = None
+    request_id: RequestId | None = None
     """Idempotency key (or send the Idempotency-Key header): a retry returns the job the first request created."""
 
 
 class SessionBody(_Body):
     budget: Name
-    gpus: int = 1
+    gpus: GpuCount = 1
     length: Duration = 3600
-    command: list[str] | None = None
+    command: Annotated[list[Argument], Field(min_length=1, max_length=MAX_ARGS)] | None = None
     name: Name | None = None
-    gpu_types: list[Name] = Field(default_factory=list)
-    clusters: list[Name] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    request_id: str | None = None
+    gpu_types: list[Name] = Field(default_factory=list, max_length=MAX_CHOICES)
+    clusters: list[Name] = Field(default_factory=list, max_length=MAX_CHOICES)
+    env: Env = Field(default_factory=dict)
+    request_id: RequestId | None = None
 
 
 class NodeAction(_Body):
-    why: str = ""
+    why: FreeText = ""
     force: bool = False
     """Drain only: every job leaves now and its owner is refunded (administrators only)."""
 
@@ -49,22 +54,22 @@ class NodeAction(_Body):
 class PlanRequest(_Body):
     """Give the plan either as YAML text (`yaml`) or as an object (`plan`)."""
 
-    yaml: str | None = None
+    yaml: Text | None = None
     plan: dict[str, Any] | None = None
-    why: str = ""
+    why: FreeText = ""
     """Why the plan is applied (recorded in the audit log); defaults to the plan's own `why`."""
 
 
 class TokenRequest(_Body):
     user: Name
-    name: str = ""
+    name: TokenName = ""
     ttl: Duration | None = None
     """Lifetime (seconds or 30m, 8h, 30d); default 30 days."""
 
 
 class LoginRequest(_Body):
     user: Name
-    name: str = ""
+    name: TokenName = ""
     ttl: Duration | None = None
 
 
@@ -76,7 +81,8 @@ class Problem(BaseModel):
 
 class ErrorBody(BaseModel):
     error: str
-    """bad_request | unauthenticated | forbidden | not_found | conflict | invalid"""
+    """bad_request (400) | unauthenticated (401) | forbidden (403) | not_found (404) | method_not_allowed (405) |
+    conflict (409) | too_large (413) | invalid (422) | rate_limited (429) | internal (500) | unavailable (503)"""
     message: str
     problems: list[Problem] = Field(default_factory=list)
 

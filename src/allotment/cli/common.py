@@ -2,7 +2,7 @@
 
 Owns: building the Client (ALLOT_URL / ALLOT_TOKEN, else the file `allot login` wrote), turning an ApiError into a
 message with its problems and an exit code (0 fine, 1 the API refused or could not be reached, 2 bad input: the
-server rejected what was sent as invalid, or a local file or option is wrong), and printing models as JSON.
+server rejected what was sent as invalid or too large, or a local file or option is wrong), and printing models as JSON.
 
 Must not: render tables (see `render`) or know endpoints (the SDK does).
 """

@@ -10,6 +10,7 @@ Must not: contain scheduling rules (the core decides), workload generation (see 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -209,6 +210,13 @@ def server_command(
             "your TLS proxy serves); repeat for several, or set ALLOT_ALLOWED_HOSTS=a,b. Other Host headers get 400.",
         ),
     ] = None,
+    max_body_bytes: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Largest request body the API reads; a larger one gets 413 (default 1 MiB, or $ALLOT_MAX_BODY_BYTES).",
+        ),
+    ] = None,
 ) -> None:
     """Run the scheduler and its HTTP API: migrate and seed the database, then cycle until SIGTERM or Ctrl-C."""
     import logging
@@ -245,6 +253,8 @@ def server_command(
     settings = Settings(
         config=path, data_dir=data_dir, database_url=database_url, executor=executor, allowed_hosts=hosts
     )
+    if max_body_bytes is not None:
+        settings = replace(settings, max_body_bytes=max_body_bytes)
 
     def with_api(server: Server) -> None:
         api = attach_api(server, host, port, settings=settings, open_login=open_login)

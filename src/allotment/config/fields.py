@@ -14,18 +14,25 @@ from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, StrictInt
+from pydantic import AfterValidator, BeforeValidator, Field, StrictInt
 
+from allotment.config.limits import MAX_COUNT, MAX_CREDITS, MAX_DURATION, MAX_NAME, MAX_TEXT, check_text
 from allotment.core.model import FULL_PRICE, MICRO_PER_CREDIT
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
-Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
+Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=MAX_NAME)]
 """Identifiers (clusters, GPU types, budgets, users, windows): letters, digits, '.', '_' and '-'."""
+
+Text = Annotated[str, AfterValidator(check_text)]
+"""Any text that may reach a process or the database: no NUL byte (config.limits)."""
+
+FreeText = Annotated[Text, Field(max_length=MAX_TEXT)]
+"""A short free text (a reason, a token's name): no NUL byte, at most MAX_TEXT characters."""
 
 EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
 
-PositiveInt = Annotated[StrictInt, Field(gt=0)]
-NonNegativeInt = Annotated[StrictInt, Field(ge=0)]
+PositiveInt = Annotated[StrictInt, Field(gt=0, le=MAX_COUNT)]
+NonNegativeInt = Annotated[StrictInt, Field(ge=0, le=MAX_COUNT)]
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"^(?:\d+[smhdw])+$")
@@ -33,20 +40,26 @@ _PART = re.compile(r"(\d+)([smhdw])")
 
 
 def parse_duration(value: Any) -> int:
-    """`90s`, `30m`, `8h`, `2d`, `1w`, `1h30m`, or whole seconds as an integer → seconds."""
+    """`90s`, `30m`, `8h`, `2d`, `1w`, `1h30m`, or whole seconds as an integer → seconds (at most MAX_DURATION)."""
     if isinstance(value, bool):
         raise ValueError("a duration must be a number of seconds or a string like 30m, 8h, 2d, 90s")
+    seconds: int | None = None
     if isinstance(value, int):
         if value < 0:
             raise ValueError("a duration must not be negative")
-        return value
-    if isinstance(value, str):
+        seconds = value
+    elif isinstance(value, str) and len(value) <= 64:
         text = value.strip().replace(" ", "")
         if _DURATION.match(text):
-            return sum(int(n) * _UNITS[u] for n, u in _PART.findall(text))
-        if text.isdigit():
-            return int(text)
-    raise ValueError(f"{value!r} is not a duration; use seconds or a string like 30m, 8h, 2d, 90s")
+            seconds = sum(int(n) * _UNITS[u] for n, u in _PART.findall(text))
+        elif text.isdigit():
+            seconds = int(text)
+    if seconds is None:
+        shown = value if not isinstance(value, str) or len(value) <= 64 else value[:64] + "…"
+        raise ValueError(f"{shown!r} is not a duration; use seconds or a string like 30m, 8h, 2d, 90s")
+    if seconds > MAX_DURATION:
+        raise ValueError(f"a duration is at most {MAX_DURATION}s (ten years); got {seconds}s")
+    return seconds
 
 
 Duration = Annotated[int, BeforeValidator(parse_duration)]
@@ -70,6 +83,8 @@ def parse_credits(value: Any) -> Decimal:
     number = _decimal(value, "a credit amount")
     if number < 0:
         raise ValueError("a credit amount must not be negative")
+    if number > MAX_CREDITS:
+        raise ValueError(f"a credit amount is at most {MAX_CREDITS} credits")
     if (number * MICRO_PER_CREDIT) % 1 != 0:
         raise ValueError(f"{value} has more than six decimal places (credits are exact to a millionth)")
     return number

@@ -14,6 +14,8 @@ import math
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 
+from allotment.config.limits import MAX_COUNT
+
 FRACTIONAL = "fractional GPUs are not supported: ask for a whole number of GPUs"
 ZERO = "a job needs at least 1 GPU: CPU-only work (0 GPUs) is not scheduled by Allotment"
 
@@ -33,6 +35,8 @@ def whole_gpus(raw: object, rule: GpuRule = GpuRule.REFUSE) -> int:
         raise ValueError(f"a GPU count is a number, not {raw!r}") from None
     if not value.is_finite():
         raise ValueError(f"a GPU count is a number, not {raw!r}")
+    if value.adjusted() >= len(str(MAX_COUNT)) or abs(value) > MAX_COUNT:
+        raise ValueError(f"a GPU count is at most {MAX_COUNT} (got {raw})")
     whole = value == value.to_integral_value()
     if rule is GpuRule.ROUND_UP:
         if value < 0:

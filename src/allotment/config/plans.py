@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from allotment.config.fields import Credits, Name, PositiveInt
+from allotment.config.fields import Credits, FreeText, Name, PositiveInt
 from allotment.config.schema import Member, WindowConfig
 
 
@@ -45,7 +45,7 @@ PlanWindow = WindowConfig
 class BudgetPlan(_Model):
     period: Annotated[str, BeforeValidator(_period_id), Field(pattern=r"^\d{4}-\d{2}-\d{2}$")]
     """The id (start date) of the period the plan is for: the current one."""
-    why: str = ""
+    why: FreeText = ""
     budgets: tuple[PlanBudget, ...] = ()
     windows: tuple[PlanWindow, ...] | None = None
     """When given, the complete set of capacity windows of the budgets this plan lists."""

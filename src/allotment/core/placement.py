@@ -57,12 +57,17 @@ def node_size(capacity: Capacity, pool: Pool) -> int:
 def nodes_needed(job: Job, size: int) -> int:
     """Nodes a gang needs on nodes of `size` GPUs: one if the whole gang fits on one node, else whole nodes holding
     as many replicas each as fit. 0 when a single replica is larger than a node (it can never run there)."""
-    if size <= 0 or job.gpus > size or job.gpus <= 0:
+    return nodes_for(job.gpus, job.replicas, size)
+
+
+def nodes_for(gpus: int, replicas: int, size: int) -> int:
+    """`nodes_needed` for a gang of `replicas` × `gpus` (the same rule, for callers without a Job)."""
+    if size <= 0 or gpus > size or gpus <= 0:
         return 0
-    if job.total_gpus <= size:
+    if gpus * replicas <= size:
         return 1
-    per_node = size // job.gpus
-    return -(-job.replicas // per_node)
+    per_node = size // gpus
+    return -(-replicas // per_node)
 
 
 def gpus_held(job: Job, size: int) -> int:

@@ -24,6 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from allotment.config import AllotmentConfig, load_config, to_core
+from allotment.config.limits import MAX_BODY_BYTES
 from allotment.core.cycle import AllotmentPolicy
 from allotment.core.model import Node
 from allotment.core.policy import Policy
@@ -42,6 +43,11 @@ from allotment.store.scheduling import Accounting, SqlSchedulingStore
 from allotment.store.tables import NodeRow
 
 log = logging.getLogger("allotment.setup")
+
+
+def _body_limit_env() -> int:
+    raw = os.environ.get("ALLOT_MAX_BODY_BYTES", "").strip()
+    return int(raw) if raw else MAX_BODY_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +81,8 @@ class Settings:
     allowed_hosts: tuple[str, ...] = field(default_factory=lambda: _names_env("ALLOT_ALLOWED_HOSTS"))
     """Host header values the API answers besides the bound host and the loopback names (the name a TLS proxy
     serves); $ALLOT_ALLOWED_HOSTS, comma-separated. "*" turns the check off (refused with open login)."""
+    max_body_bytes: int = field(default_factory=_body_limit_env)
+    """Largest request body the API reads (413 beyond). Default 1 MiB (config.limits), or $ALLOT_MAX_BODY_BYTES."""
 
 
 def _names_env(variable: str) -> tuple[str, ...]:

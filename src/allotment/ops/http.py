@@ -19,11 +19,12 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from allotment.ops.metrics import API_SECONDS, RATE_LIMITED
 from allotment.ops.ratelimit import RateLimited, retry_after
+from allotment.store.db import unavailable
 
 log = logging.getLogger("allotment.api")
 
@@ -62,9 +63,7 @@ def rate_limited(_request: Request, exc: Exception) -> JSONResponse:
 
 def database_error(_request: Request, exc: Exception) -> JSONResponse:
     """503 with Retry-After when the database cannot be reached (a restart, a failover), else 500."""
-    if isinstance(exc, OperationalError | InterfaceError) or (
-        isinstance(exc, DBAPIError) and exc.connection_invalidated
-    ):
+    if unavailable(exc):
         log.warning("database unavailable: %s", type(exc).__name__)
         body: dict[str, Any] = {"error": "unavailable", "message": "the database is unavailable: retry", "problems": []}
         return JSONResponse(status_code=503, content=body, headers={"Retry-After": "1"})

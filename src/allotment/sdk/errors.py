@@ -1,8 +1,9 @@
 """The SDK's one exception: ApiError, carrying the HTTP status and the API's error body.
 
 Owns: turning a failed HTTP exchange (an error response, or no response at all) into an ApiError with the status,
-the API's error kind (`bad_request`, `unauthenticated`, `forbidden`, `not_found`, `conflict`, `invalid`), its message
-and the list of problems (field, line, reason).
+the API's error kind (`bad_request`, `unauthenticated`, `forbidden`, `not_found`, `method_not_allowed`, `conflict`,
+`too_large`, `invalid`, `rate_limited`, `internal`, `unavailable`: docs/api.md, "Errors"), its message and the list
+of problems (field, line, reason).
 
 Must not: print, exit or retry: callers decide what a failure means to them.
 """
@@ -29,8 +30,8 @@ class ApiError(Exception):
 
     @property
     def is_bad_input(self) -> bool:
-        """The request's content was rejected (400 or 422): fixing the input, not retrying, helps."""
-        return self.status in (400, 422)
+        """The request's content was rejected (400, 413 or 422): fixing the input, not retrying, helps."""
+        return self.status in (400, 413, 422)
 
     def __str__(self) -> str:
         return self.message

@@ -12,8 +12,10 @@ Callers await from any event loop (`submit`); the answer is set on the caller's 
 the first submission and is a daemon thread: what it holds in flight when the process dies was never acknowledged,
 so a client retries it (with a request id the retry is idempotent).
 
-Must not: check or write anything itself (service.jobs does), or outlive an error: a failure of the whole batch
-(the database is away) becomes every caller's error, and the writer carries on with the next batch.
+Must not: check or write anything itself (service.jobs does), let one submission fail others, or outlive an error:
+when a batch fails unexpectedly (one submission trips something no check foresaw), its submissions are written again
+one at a time, so only the culprit hears the error; a failure because the database is away becomes every caller's
+error at once; and the writer carries on with the next batch.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from allotment.service import jobs
 from allotment.service.context import Context
 from allotment.service.jobs import SubmitRequest
 from allotment.service.views import Submitted
+from allotment.store.db import unavailable
 
 log = logging.getLogger("allotment.intake")
 
@@ -80,13 +83,25 @@ class Intake:
         results: list[Submitted | BaseException]
         try:
             results = list(jobs.submit_jobs(self.ctx, [w.request for w in batch]))
-        except Exception as exc:  # the whole batch failed (the database is away): every caller hears it
-            log.warning("a batch of %d submissions failed: %s", len(batch), type(exc).__name__)
-            results = [exc] * len(batch)
+        except Exception as exc:
+            if len(batch) == 1 or unavailable(exc):  # the database is away: every caller hears it
+                log.warning("a batch of %d submissions failed: %s", len(batch), type(exc).__name__)
+                results = [exc] * len(batch)
+            else:  # one submission tripped something: write them one at a time, so only it fails
+                log.warning("a batch of %d submissions failed (%s): one at a time", len(batch), type(exc).__name__)
+                results = [self._alone(w.request) for w in batch]
         self.batches += 1
         for waiting, result in zip(batch, results, strict=True):
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for this answer any more
                 waiting.loop.call_soon_threadsafe(_settle, waiting.answer, result)
+
+    def _alone(self, request: SubmitRequest) -> Submitted | BaseException:
+        try:
+            [result] = jobs.submit_jobs(self.ctx, [request])
+        except Exception as exc:
+            log.warning("a submission failed: %s", type(exc).__name__)
+            return exc
+        return result
 
 
 def _settle(answer: asyncio.Future[Submitted], result: Submitted | BaseException) -> None:

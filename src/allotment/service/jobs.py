@@ -1,7 +1,8 @@
 """Jobs: submit from a spec, list, show, cancel.
 
 Owns: the deployment's rules on a spec (the budget exists, is a leaf and the user may charge it; GPU types and
-clusters exist; slice, grace and session limits fit the policy), idempotent submission by client request id
+clusters exist; some pool of the fleet could ever hold the gang (service.shapes); slice, grace and session limits
+fit the policy), idempotent submission by client request id
 (scoped to the user), listing with filters and cursor pagination (newest first), the job detail (history, runs,
 slices, charges) and cancellation requests. Every check happens before the one transaction that writes, so a
 rejected submission leaves the database as it was.
@@ -21,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from allotment.config.errors import Loc
+from allotment.config.limits import MAX_REQUEST_ID
 from allotment.core.model import ContractClass, JobKind
 from allotment.ledger import INFRASTRUCTURE, EntryKind
 from allotment.service.context import Context
@@ -34,6 +36,7 @@ from allotment.service.errors import (
     ServiceError,
 )
 from allotment.service.principal import Principal, budget_parents
+from allotment.service.shapes import PoolShape, read_shapes, unfittable
 from allotment.service.specs import JobSpec
 from allotment.service.views import (
     ChargeView,
@@ -52,14 +55,19 @@ from allotment.store.records import FINAL_STATES, JOB_STATES, job_events
 from allotment.store.tables import ClusterRow, JobRow, LedgerEntryRow, RunRow, SliceRow
 
 MAX_PAGE = 500
-MAX_REQUEST_ID = 150
 
 
 def _check_spec(
-    ctx: Context, principal: Principal, doc: Document[JobSpec], parents: dict[str, str | None], known: set[str]
+    ctx: Context,
+    principal: Principal,
+    doc: Document[JobSpec],
+    parents: dict[str, str | None],
+    known: set[str],
+    shapes: Sequence[PoolShape],
 ) -> list[FieldProblem]:
-    """Problems of the spec in this deployment (`parents`: the budget tree; `known`: the cluster names, both read in
-    the submitting transaction); raises Forbidden when the user may not charge the budget."""
+    """Problems of the spec in this deployment (`parents`: the budget tree; `known`: the cluster names; `shapes`: the
+    fleet's pools, all read in the submitting transaction); raises Forbidden when the user may not charge the
+    budget."""
     spec, policy = doc.value, ctx.policy
     problems: list[FieldProblem] = []
 
@@ -96,6 +104,12 @@ def _check_spec(
         policy.min_slice <= length <= policy.max_slice
     ):
         bad(("contract", "slice"), f"a run slice lasts {policy.min_slice}s to {policy.max_slice}s ({length}s asked)")
+    if not any(p.field.startswith("resources") for p in problems):
+        impossible = unfittable(
+            shapes, spec.resources.gpus, spec.resources.replicas, spec.resources.gpu_types, spec.resources.clusters
+        )
+        if impossible is not None:
+            bad(*impossible)
     return problems
 
 
@@ -152,9 +166,10 @@ def _submit_batch(ctx: Context, requests: Sequence[SubmitRequest]) -> list[Submi
     with ctx.sessions.begin() as session:
         parents = budget_parents(session)
         known = set(session.scalars(select(ClusterRow.name)))
+        shapes = read_shapes(session)
         for i, req in enumerate(requests):
             try:
-                accepted.append((i, _submission(ctx, req, parents, known)))
+                accepted.append((i, _submission(ctx, req, parents, known, shapes)))
             except ServiceError as exc:
                 out[i] = exc
         rows = submit_many(session, [sub for _, sub in accepted], ctx.now())
@@ -174,11 +189,17 @@ def _submit_batch(ctx: Context, requests: Sequence[SubmitRequest]) -> list[Submi
     return [r for r in out if r is not None]
 
 
-def _submission(ctx: Context, req: SubmitRequest, parents: dict[str, str | None], known: set[str]) -> Submission:
+def _submission(
+    ctx: Context,
+    req: SubmitRequest,
+    parents: dict[str, str | None],
+    known: set[str],
+    shapes: Sequence[PoolShape],
+) -> Submission:
     """The store's record of a checked request; raises Invalid or Forbidden for a request that may not be made."""
     spec, principal = req.doc.value, req.principal
     key = _request_key(principal, req.request_id)
-    problems = _check_spec(ctx, principal, req.doc, parents, known)
+    problems = _check_spec(ctx, principal, req.doc, parents, known, shapes)
     if problems:
         raise Invalid("the job spec is invalid: " + "; ".join(str(p) for p in problems), problems)
     return Submission(

@@ -15,13 +15,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
 from allotment.config.fields import Duration, Name
+from allotment.config.limits import MAX_ARGS
 from allotment.core.jobstate import JobState
 from allotment.core.model import JobKind
 from allotment.service.context import Context
 from allotment.service.errors import NotFound
 from allotment.service.jobs import cancel_job, submit_job, summary, visible_job
 from allotment.service.principal import Principal
-from allotment.service.specs import ENV_NAME, GpuCount, JobSpec
+from allotment.service.specs import Argument, Choices, Env, GpuCount, JobSpec
 from allotment.service.views import AttachInfo, JobSummary, SessionView
 from allotment.service.yamlinput import Document, from_data
 from allotment.store.db import reading
@@ -37,12 +38,12 @@ class SessionRequest(BaseModel):
     gpus: GpuCount = 1
     length: Duration = DEFAULT_LENGTH
     """How long the session may hold its GPUs."""
-    command: list[Annotated[str, Field(min_length=1)]] | None = None
+    command: Annotated[list[Argument], Field(min_length=1, max_length=MAX_ARGS)] | None = None
     """What the session runs while it is held (default: sleep for its length)."""
     name: Name | None = None
-    gpu_types: tuple[Name, ...] = ()
-    clusters: tuple[Name, ...] = ()
-    env: dict[Annotated[str, Field(pattern=ENV_NAME)], str] = Field(default_factory=dict)
+    gpu_types: Choices = ()
+    clusters: Choices = ()
+    env: Env = Field(default_factory=dict)
 
 
 def session_spec(request: SessionRequest) -> Document[JobSpec]:

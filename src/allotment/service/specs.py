@@ -15,10 +15,32 @@ import shlex
 from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 
-from allotment.config.fields import Duration, Name
+from allotment.config.fields import Duration, Name, Text
 from allotment.config.gpus import whole_gpus
+from allotment.config.limits import (
+    MAX_ARG_CHARS,
+    MAX_ARGS,
+    MAX_CHOICES,
+    MAX_ENV_ENTRIES,
+    MAX_ENV_NAME,
+    MAX_ENV_VALUE,
+    MAX_GPUS_PER_REPLICA,
+    MAX_IMAGE,
+    MAX_LAUNCH_CHARS,
+    MAX_REPLICAS,
+    MAX_WORKDIR,
+)
 from allotment.core.model import ContractClass, JobKind
 from allotment.executors.environment import is_managed
 from allotment.service.yamlinput import Document, from_data, from_text
@@ -44,8 +66,23 @@ def _env_value(value: Any) -> Any:
     return value
 
 
-Argv = Annotated[list[Annotated[str, Field(min_length=1)]], BeforeValidator(_argv), Field(min_length=1)]
-EnvValue = Annotated[str, BeforeValidator(_env_value)]
+Argument = Annotated[Text, Field(min_length=1, max_length=MAX_ARG_CHARS)]
+"""One argument of a command: no NUL byte, 1 to MAX_ARG_CHARS characters."""
+Argv = Annotated[list[Argument], BeforeValidator(_argv), Field(min_length=1, max_length=MAX_ARGS)]
+EnvName = Annotated[str, Field(pattern=ENV_NAME, max_length=MAX_ENV_NAME)]
+EnvValue = Annotated[Text, BeforeValidator(_env_value), Field(max_length=MAX_ENV_VALUE)]
+Choices = Annotated[tuple[Name, ...], Field(max_length=MAX_CHOICES)]
+"""GPU types or clusters a job allows (any when empty)."""
+Env = Annotated[dict[EnvName, EnvValue], Field(max_length=MAX_ENV_ENTRIES)]
+"""A job's environment: at most MAX_ENV_ENTRIES variables (config.limits)."""
+
+
+def launch_chars(command: list[str] | tuple[str, ...], env: dict[str, str]) -> str | None:
+    """Why argv and environment together are too large to start a process with, or None."""
+    total = sum(len(a) + 1 for a in command) + sum(len(k) + len(v) + 2 for k, v in env.items())
+    if total > MAX_LAUNCH_CHARS:
+        return f"the command and env together hold {total} characters; a job may have at most {MAX_LAUNCH_CHARS}"
+    return None
 
 
 class _Model(BaseModel):
@@ -55,21 +92,27 @@ class _Model(BaseModel):
 def _gpu_count(value: object) -> object:
     """Fractional and zero GPU counts are refused with the one rule (config/gpus.py); other types go on to StrictInt."""
     if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
+        try:
+            too_many = value > MAX_GPUS_PER_REPLICA
+        except ArithmeticError:  # a Decimal NaN: whole_gpus says it is not a number
+            too_many = False
+        if too_many:
+            raise ValueError(f"a replica has at most {MAX_GPUS_PER_REPLICA} GPUs (got {value})")
         return whole_gpus(value)
     return value
 
 
-GpuCount = Annotated[StrictInt, BeforeValidator(_gpu_count), Field(ge=1)]
+GpuCount = Annotated[StrictInt, BeforeValidator(_gpu_count), Field(ge=1, le=MAX_GPUS_PER_REPLICA)]
 """A whole number of GPUs, 1 or more (config/gpus.py's rule for fractional and zero counts)."""
 
 
 class Resources(_Model):
     gpus: GpuCount = 1
     """GPUs per replica."""
-    replicas: Annotated[StrictInt, Field(ge=1)] = 1
-    gpu_types: tuple[Name, ...] = ()
+    replicas: Annotated[StrictInt, Field(ge=1, le=MAX_REPLICAS)] = 1
+    gpu_types: Choices = ()
     """Allowed GPU types (any when empty)."""
-    clusters: tuple[Name, ...] = ()
+    clusters: Choices = ()
     """Allowed clusters (any when empty)."""
 
 
@@ -85,9 +128,9 @@ class JobSpec(_Model):
     name: Name | None = None
     budget: Name
     command: Argv
-    image: str | None = Field(default=None, min_length=1, max_length=500)
-    env: dict[Annotated[str, Field(pattern=ENV_NAME, max_length=200)], EnvValue] = Field(default_factory=dict)
-    workdir: str | None = Field(default=None, min_length=1, max_length=4096)
+    image: Text | None = Field(default=None, min_length=1, max_length=MAX_IMAGE)
+    env: Env = Field(default_factory=dict)
+    workdir: Text | None = Field(default=None, min_length=1, max_length=MAX_WORKDIR)
     resources: Resources = Field(default_factory=Resources)
     contract: Contract = Field(default_factory=Contract)
     kind: JobKind = JobKind.BATCH
@@ -106,6 +149,13 @@ class JobSpec(_Model):
         if managed:
             raise ValueError(f"{', '.join(managed)} is set by the executor; it cannot be given in env")
         return env
+
+    @model_validator(mode="after")
+    def _launchable(self) -> JobSpec:
+        too_large = launch_chars(self.command, self.env)
+        if too_large:
+            raise ValueError(too_large)
+        return self
 
     @property
     def slice_seconds(self) -> int:

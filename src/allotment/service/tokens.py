@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import func, select
 
+from allotment.config.limits import MAX_TOKEN_NAME
 from allotment.core.model import Seconds
 from allotment.service.context import Context
 from allotment.service.errors import Conflict, Forbidden, Invalid, NotFound, Unauthenticated
@@ -86,8 +87,8 @@ def issue(ctx: Context, user: str, *, name: str = "", ttl: Seconds | None = None
     ttl = ctx.token_ttl if ttl is None else ttl
     if not 0 < ttl <= MAX_TTL:
         raise Invalid.of("ttl", f"must be between 1 second and {MAX_TTL} seconds")
-    if len(name) > 200:
-        raise Invalid.of("name", "must be at most 200 characters")
+    if len(name) > MAX_TOKEN_NAME:
+        raise Invalid.of("name", f"must be at most {MAX_TOKEN_NAME} characters")
     now = ctx.now()
     secret = PREFIX + secrets.token_urlsafe(32)
     with ctx.sessions.begin() as session:

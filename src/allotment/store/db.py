@@ -1,8 +1,8 @@
 """Database connections: engines for SQLite and PostgreSQL, and sessions.
 
 Owns: choosing the database URL (ALLOT_DATABASE_URL, or the SQLite file allotment.db in ALLOT_DATA_DIR,
-default ./data), creating an engine with the connection settings Allotment relies on, and the session
-factory.
+default ./data), creating an engine with the connection settings Allotment relies on, the session factory, and
+`unavailable(exc)`: whether an error means the database cannot be reached (retry later) rather than a bad request.
 
 SQLite: the parent directory is created; every connection runs in WAL mode with foreign keys on, a busy
 timeout and synchronous=NORMAL. Transactions begin IMMEDIATE (they take the write lock up front), so
@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 IN_BATCH = 500
@@ -31,6 +32,13 @@ IN_BATCH = 500
 
 
 _T = TypeVar("_T")
+
+
+def unavailable(exc: BaseException) -> bool:
+    """The database cannot be reached (a restart, a failover): the API answers 503, the intake fails a batch whole."""
+    return isinstance(exc, OperationalError | InterfaceError) or (
+        isinstance(exc, DBAPIError) and exc.connection_invalidated
+    )
 
 
 def in_batches(values: Sequence[_T], size: int = IN_BATCH) -> Iterator[Sequence[_T]]:

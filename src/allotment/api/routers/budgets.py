@@ -11,6 +11,7 @@ from fastapi import APIRouter, Query
 
 from allotment.api.auth import Caller, Ctx
 from allotment.api.errors import ERROR_RESPONSES
+from allotment.config.limits import MAX_DURATION
 from allotment.service import budgets
 from allotment.service.views import BudgetDetail, BudgetTree, MemberView
 
@@ -25,7 +26,10 @@ def tree(ctx: Ctx, caller: Caller, root: str | None = None) -> BudgetTree:
 
 @router.get("/{name}", response_model=BudgetDetail)
 def show(
-    name: str, ctx: Ctx, caller: Caller, window: Annotated[int, Query(gt=0)] = budgets.DEFAULT_BURN_WINDOW
+    name: str,
+    ctx: Ctx,
+    caller: Caller,
+    window: Annotated[int, Query(gt=0, le=MAX_DURATION)] = budgets.DEFAULT_BURN_WINDOW,
 ) -> BudgetDetail:
     """A budget with its burn rate over the trailing `window` seconds and projected exhaustion."""
     return budgets.show_budget(ctx, caller, name, window)

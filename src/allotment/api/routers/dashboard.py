@@ -13,6 +13,7 @@ from fastapi import APIRouter, Query
 
 from allotment.api.auth import Caller, Ctx
 from allotment.api.errors import ERROR_RESPONSES
+from allotment.config.limits import MAX_DURATION
 from allotment.service import dashboard, fleetmap, queueview
 from allotment.service.budgets import DEFAULT_BURN_WINDOW
 from allotment.service.dashboard_views import BudgetPaces, BurnDown, ChargePage, FleetMap, Overview, QueuePage
@@ -20,7 +21,7 @@ from allotment.service.jobs import MAX_PAGE
 
 router = APIRouter(prefix="/dashboard", tags=["dashboard"], responses=ERROR_RESPONSES)
 
-Window = Annotated[int, Query(gt=0, description="The trailing burn window in seconds")]
+Window = Annotated[int, Query(gt=0, le=MAX_DURATION, description="The trailing burn window in seconds")]
 
 
 @router.get("/overview", response_model=Overview)

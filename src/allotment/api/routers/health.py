@@ -14,13 +14,14 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from allotment.api.auth import Ctx
+from allotment.api.errors import ERROR_RESPONSES
 from allotment.api.schemas import Health
 from allotment.ops.metrics import CONTENT_TYPE, DatabaseCollector, exposition
 from allotment.ops.state import PROCESS
 from allotment.store.db import reading
 from allotment.store.records import get_state
 
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], responses={500: ERROR_RESPONSES[500]})
 READY_WITHIN = 60
 """Engine seconds since the last cycle after which the scheduler counts as stalled (cycles run at least every
 interval, 5 s by default)."""

@@ -15,6 +15,7 @@ from allotment.api.auth import Caller, Ctx
 from allotment.api.errors import ERROR_RESPONSES
 from allotment.api.limits import Submitter
 from allotment.api.schemas import SubmitRequest
+from allotment.config.limits import MAX_COUNT, MAX_OFFSET
 from allotment.service import explain, jobs
 from allotment.service.errors import BadRequest
 from allotment.service.intake import Intake
@@ -89,8 +90,8 @@ def logs(
     job_id: str,
     ctx: Ctx,
     caller: Caller,
-    offset: Annotated[int, Query(ge=0)] = 0,
-    attempt: Annotated[int | None, Query(ge=0)] = None,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    attempt: Annotated[int | None, Query(ge=0, le=MAX_COUNT)] = None,
     limit: Annotated[int, Query(ge=1, le=explain.MAX_CHUNK)] = 65536,
 ) -> LogChunk:
     """The attempt's output from byte `offset`; call again with `next_offset` to follow until `complete`."""
