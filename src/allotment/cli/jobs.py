@@ -200,8 +200,9 @@ def status(job: Annotated[str, typer.Argument(help="The job id.")], as_json: Jso
         render.print_status(out, detail)
 
 
-def why(job: Annotated[str, typer.Argument(help="The job id.")], as_json: JsonOption = False) -> None:
-    """Why a pending job waits, in numbers: what blocks it, its budget's standing, estimated start, what would help."""
+def why(job: Annotated[str, typer.Argument(help="The job id, or its name.")], as_json: JsonOption = False) -> None:
+    """Why a pending job waits, in numbers: what blocks it, its budget's standing, estimated start, what would help;
+    for a running job: its slice end, whether it may be preempted now, and by what and with what notice."""
     with api_call(), client() as api:
         reason = api.why(job)
     if as_json:

@@ -67,6 +67,16 @@ def clock(t: int | None, now: float | None = None) -> str:
     return f"{shown} ({relative(t, now)})"
 
 
+def estimate(t: int | None, now: float | None = None) -> str:
+    """An estimated start, never shown in the past: a passed estimate says it is overdue, to be re-estimated by the
+    scheduler's next cycle, rather than "3m08s ago"."""
+    if t is None:
+        return "—"
+    if t > (time.time() if now is None else now):
+        return clock(t, now)
+    return "any moment (estimate overdue)"
+
+
 def credits(micro: int, places: int = 2) -> str:
     return f"{micro / MICRO:,.{places}f}"
 
@@ -193,21 +203,55 @@ def print_status(console: Console, job: m.JobDetail) -> None:
 
 
 def why_panel(why: m.Why, name: str = "") -> Panel:
+    """Why a pending job waits, or a running job's outlook; both with its budget's standing."""
     s = why.standing
+    money = (
+        f"budget {s.budget:<9} balance {credits(s.balance_micro)} of {credits(s.allocation_micro)} credits; "
+        f"committed {credits(s.committed_micro)}; available {credits(s.available_micro)}"
+    )
+    label = escape(name or (f"{why.name} ({why.job_id})" if why.name else why.job_id))
+    if why.run is not None or why.state != "pending":
+        return Panel("\n".join([*outlook_lines(why), money]), title=f"{label} is {why.state}", title_align="left")
     lines = [
         f"[bold]{escape(why.message)}[/bold]",
         f"blocker          {why.blocker or '— (the scheduler has not looked at it yet)'}",
         f"GPUs             needs {why.needed_gpus}, {why.free_gpus} free where it may run",
-        f"estimated start  {clock(why.estimated_start)}",
-        f"budget {s.budget:<9} balance {credits(s.balance_micro)} of {credits(s.allocation_micro)} credits; "
-        f"committed {credits(s.committed_micro)}; available {credits(s.available_micro)}",
+        f"estimated start  {estimate(why.estimated_start)}",
+        money,
     ]
     if why.hints:
         lines.append("would start sooner with:")
         lines += [
-            f"  • {h.kind}: {escape(h.detail)}" + (f" (start {clock(h.start)})" if h.start else "") for h in why.hints
+            f"  • {h.kind}: {escape(h.detail)}" + (f" (start {estimate(h.start)})" if h.start else "")
+            for h in why.hints
         ]
-    return Panel("\n".join(lines), title=f"Why {escape(name or why.job_id)} waits", title_align="left")
+    return Panel("\n".join(lines), title=f"Why {label} waits", title_align="left")
+
+
+def outlook_lines(why: m.Why) -> list[str]:
+    """A running job's protection in local time: its slice end, whether and when it may be preempted, its notice."""
+    o = why.run
+    if o is None:
+        return [f"[bold]{escape(why.message)}[/bold]"]
+    lines = [f"run              attempt {o.attempt}, {o.run_class}, started {clock(o.started_at)}"]
+    if o.leaving_at is not None or why.state == "preempting":
+        lines.insert(0, f"[bold]leaving[/bold]: {escape(why.message)}")
+        lines.append(f"killed at        {clock(o.leaving_at)}")
+        return lines
+    if o.run_class == "session":
+        lines.insert(0, "[bold]a session: holds its GPUs until its length ends[/bold] (reclaimed early only if idle)")
+        lines.append(f"ends             {clock(o.slice_end)}")
+        return lines
+    if o.preemptible_from is not None:
+        lines.insert(0, f"[bold]in its guaranteed slice until {clock(o.preemptible_from)}[/bold]; then renewed if its "
+                        f"budget funds another slice, else it may be preempted with {ago(o.notice)} notice by work "
+                        "with a better claim")  # fmt: skip
+    else:
+        lines.insert(0, f"[bold]preemptible now[/bold], with {ago(o.notice)} notice (SIGTERM, then SIGKILL)")
+    if o.slice_end is not None:
+        lines.append(f"slice end        {clock(o.slice_end)}")
+    lines.append(f"may yield to     {', '.join(o.preemptible_by) or '—'}")
+    return lines
 
 
 def session_panel(session: m.Session, attach_hint: str) -> Panel:

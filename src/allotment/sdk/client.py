@@ -197,9 +197,10 @@ class Client:
                 sleep(poll)
             offset = chunk.next_offset
 
-    def why(self, job_id: str) -> m.Why:
-        """Why a pending job waits, in numbers (404 when it does not wait)."""
-        return self._get(m.Why, f"/jobs/{job_id}/why")
+    def why(self, job: str) -> m.Why:
+        """Why a pending job waits, in numbers, or a running job's outlook (what could preempt it and when). `job`
+        is an id or a name (409 when the name is ambiguous; 404 when the job has finished)."""
+        return self._get(m.Why, f"/jobs/{job}/why")
 
     # -- sessions -------------------------------------------------------------------------------------------------
 

@@ -140,8 +140,21 @@ class Standing(Model):
     available_micro: int
 
 
+class RunOutlook(Model):
+    attempt: int
+    run_class: str
+    started_at: int
+    slice_end: int | None = None
+    preemptible_now: bool
+    preemptible_from: int | None = None
+    notice: int
+    preemptible_by: list[str] = Field(default_factory=list)
+    leaving_at: int | None = None
+
+
 class Why(Model):
     job_id: str
+    name: str = ""
     state: str
     blocker: str | None = None
     message: str
@@ -151,6 +164,7 @@ class Why(Model):
     hints: list[Hint] = Field(default_factory=list)
     explained_at: int | None = None
     standing: Standing
+    run: RunOutlook | None = None
 
 
 class AttachInfo(Model):

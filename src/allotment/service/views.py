@@ -138,8 +138,28 @@ class Standing(View):
     available_micro: int
 
 
+class RunOutlook(View):
+    """A running job's protection: until when it is safe, whether it may be preempted now, and with what notice."""
+
+    attempt: int
+    run_class: str
+    started_at: int
+    slice_end: int | None
+    """The end of its guaranteed slice or of a session's length; None for opportunistic work."""
+    preemptible_now: bool
+    preemptible_from: int | None
+    """When it becomes preemptible (the slice end) if it is not now; None when it never is or already is."""
+    notice: int
+    """Seconds between SIGTERM and SIGKILL if it is preempted (its grace, capped by the policy's max_grace)."""
+    preemptible_by: list[str]
+    """What could take its GPUs once it is preemptible, as preemption reasons (docs/policy.md §5)."""
+    leaving_at: int | None
+    """For a job being preempted or cancelled: when it is killed if it has not left."""
+
+
 class WhyView(View):
     job_id: str
+    name: str = ""
     state: str
     blocker: str | None
     """None when the engine has not considered the job yet."""
@@ -150,6 +170,8 @@ class WhyView(View):
     hints: list[Hint]
     explained_at: int | None
     standing: Standing
+    run: RunOutlook | None = None
+    """A running job's outlook (None while it waits)."""
 
 
 class AttachInfo(View):

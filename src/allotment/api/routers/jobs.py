@@ -100,5 +100,8 @@ def logs(
 
 @router.get("/{job_id}/why", response_model=WhyView)
 def why(job_id: str, ctx: Ctx, caller: Caller) -> WhyView:
-    """Why a pending job waits: the blocker in numbers, its estimated start, hints and its budget's standing."""
+    """Why a pending job waits (the blocker in numbers, its estimated start, hints and its budget's standing), or a
+    running job's outlook in `run` (slice end, whether it is preemptible now, its notice and what could preempt it).
+    `job_id` may also be the job's name: unique among the caller's visible live jobs (else among all visible jobs);
+    an ambiguous name gets 409 listing the candidates; a finished job 404."""
     return explain.why(ctx, caller, job_id)
