@@ -1,5 +1,5 @@
-"""`allot why` by job name and for a running job, with estimated starts never shown in the past, against a running
-server (SQLite, local executor)."""
+"""`allot why` by job name and for a running job, with estimated starts never shown in the past, and `allot queue` in
+scheduling order with blockers, against a running server (SQLite, local executor)."""
 
 from __future__ import annotations
 
@@ -46,3 +46,25 @@ def test_why_by_name_for_a_running_job_and_an_ambiguous_name(allot: Allot) -> No
     assert "matches 2" in message and job["id"] in message and other["id"] in message
     allot("chen", "cancel", job["id"])
     allot("eli", "cancel", other["id"])
+
+
+def test_queue_lists_running_jobs_then_pending_ones_with_their_blocker(allot: Allot) -> None:
+    runner = allot.json("chen", "run", "--budget", "finetune", "--name", "q-runner", "--", "sleep", "600")["job"]["id"]
+    args = ["--budget", "pretrain", "--gpus", "8", "--replicas", "4", "--name", "q-waiter", "--", "sleep", "600"]
+    waiter = allot.json("ben", "run", *args)["job"]["id"]
+
+    def items() -> dict[str, dict[str, object]]:
+        return {j["id"]: j for j in allot.json("ada", "queue")["items"]}
+
+    wait_for(lambda: items().get(runner, {}).get("state") == "running", "the runner to start")
+    wait_for(lambda: items()[waiter]["blocker"] is not None, "the engine's reason")
+    shown = items()
+    order = list(shown)
+    assert order.index(runner) < order.index(waiter) and shown[waiter]["blocker"] == "limit"
+    only_pending = allot.json("ada", "queue", "--state", "pending")["items"]
+    assert waiter in {j["id"] for j in only_pending} and {j["state"] for j in only_pending} == {"pending"}
+    table = allot("ada", "queue").stdout
+    for part in ("scheduling order", "blocker", "est. start", "limit: ", "q-runner", "q-waiter"):
+        assert part in table
+    allot("chen", "cancel", runner)
+    allot("ben", "cancel", waiter)

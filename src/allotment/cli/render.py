@@ -137,6 +137,35 @@ def queue_table(jobs: Sequence[m.JobSummary], title: str = "Jobs", width: int = 
     return table
 
 
+def active_table(
+    running: Sequence[m.JobSummary], pending: Sequence[m.QueuedJob], title: str = "Queue", width: int = 200
+) -> Table:
+    """`squeue --start`: running jobs, then pending ones in scheduling order, each with what holds it (the blocker
+    the engine wrote for a pending job) and its estimated start; the blocker column gets what `width` leaves."""
+    now = time.time()
+    rows: list[list[str]] = []
+    for j in running:
+        rows.append([j.id, j.name, j.user, j.budget, gpus(j), _contract(j), j.state, readable(j.state_reason), "—"])
+    for q in pending:
+        holds = f"{q.blocker}: {q.message}" if q.blocker else q.message
+        start = estimate(q.estimated_start, now)
+        rows.append([q.id, q.name, q.user, q.budget, gpus(q), _contract(q), q.state, holds, start])
+    headers = ["id", "name", "user", "budget", "GPUs", "contract", "state", "blocker", "est. start"]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    room = max(12, width - (sum(widths) - widths[7]) - 3 * len(headers) - 1)
+    table = Table(title=title, title_justify="left")
+    for header in headers:
+        table.add_column(header, no_wrap=True, justify="right" if header == "GPUs" else "left")
+    for r in rows:
+        holds = r[7] if len(r[7]) <= room else r[7][: room - 1] + "…"
+        table.add_row(*(escape(c) for c in r[:6]), state(r[6]), escape(holds), r[8])
+    return table
+
+
+def _contract(j: m.JobSummary) -> str:
+    return "session" if j.kind == "session" else j.contract
+
+
 def job_panel(job: m.JobDetail) -> Panel:
     lines = [
         f"[bold]{escape(job.name)}[/bold] [dim]{job.id}[/dim]  {job.user} → {job.budget}",

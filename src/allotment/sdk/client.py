@@ -162,6 +162,13 @@ class Client:
                 return
             cursor = page.next_cursor
 
+    def pending(
+        self, *, budget: str | None = None, user: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> m.QueuePage:
+        """One page of the pending jobs in scheduling order (by estimated start, then submission), each with its
+        blocker, the engine's message and its estimated start (`squeue --start`)."""
+        return self._get(m.QueuePage, "/jobs/queue", budget=budget, user=user, limit=limit, cursor=cursor)
+
     def job(self, job_id: str) -> m.JobDetail:
         """A job with its state history, runs, slices and charges."""
         return self._get(m.JobDetail, f"/jobs/{job_id}")

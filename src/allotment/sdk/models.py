@@ -167,6 +167,25 @@ class Why(Model):
     run: RunOutlook | None = None
 
 
+class QueuedJob(JobSummary):
+    """A pending job with the reason the engine's last cycle wrote (blocker None until it has considered the job)."""
+
+    blocker: str | None = None
+    message: str = ""
+    needed_gpus: int = 0
+    free_gpus: int = 0
+    estimated_start: int | None = None
+    hints: list[Hint] = Field(default_factory=list)
+    explained_at: int | None = None
+
+
+class QueuePage(Model):
+    total: int
+    """Pending jobs matching the filters, over all pages."""
+    items: list[QueuedJob]
+    next_cursor: str | None = None
+
+
 class AttachInfo(Model):
     node: str
     gpus: list[int]

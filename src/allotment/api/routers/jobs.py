@@ -1,4 +1,4 @@
-"""/jobs: submit, list, show, cancel, logs and why.
+"""/jobs: submit, list, the pending queue in scheduling order, show, cancel, logs and why.
 
 Owns: the HTTP shape of the job use cases (status codes, query parameters, the Idempotency-Key header).
 Must not: hold rules: service.jobs and service.explain do.
@@ -16,7 +16,8 @@ from allotment.api.errors import ERROR_RESPONSES
 from allotment.api.limits import Submitter
 from allotment.api.schemas import SubmitRequest
 from allotment.config.limits import MAX_COUNT, MAX_OFFSET
-from allotment.service import explain, jobs
+from allotment.service import explain, jobs, queueview
+from allotment.service.dashboard_views import QueuePage
 from allotment.service.errors import BadRequest
 from allotment.service.intake import Intake
 from allotment.service.specs import parse_spec_document, spec_from_data
@@ -71,6 +72,20 @@ def list_jobs(
     return jobs.list_jobs(
         ctx, caller, states=state or (), budget=budget, user=user, kind=kind, limit=limit, cursor=cursor
     )
+
+
+@router.get("/queue", response_model=QueuePage)
+def pending_queue(
+    ctx: Ctx,
+    caller: Caller,
+    budget: str | None = None,
+    user: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=jobs.MAX_PAGE)] = 50,
+    cursor: str | None = None,
+) -> QueuePage:
+    """Pending jobs in scheduling order: by the estimated start the engine's last cycle wrote (jobs without one
+    last), then by submission; each with its blocker, message, GPUs needed and free, and hints."""
+    return queueview.pending_queue(ctx, caller, budget=budget, user=user, limit=limit, cursor=cursor, order="schedule")
 
 
 @router.get("/{job_id}", response_model=JobDetail)
