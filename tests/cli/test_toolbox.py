@@ -1,7 +1,12 @@
-"""`allot why` by job name and for a running job, with estimated starts never shown in the past, and `allot queue` in
-scheduling order with blockers, against a running server (SQLite, local executor)."""
+"""Against a running server (SQLite, local executor): `allot why` by job name and for a running job, estimated
+starts never shown in the past, `allot queue` in scheduling order with blockers, and `allot history` (sacct) as a
+table, JSON and CSV."""
 
 from __future__ import annotations
+
+import csv
+import io
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -68,3 +73,31 @@ def test_queue_lists_running_jobs_then_pending_ones_with_their_blocker(allot: Al
         assert part in table
     allot("chen", "cancel", runner)
     allot("ben", "cancel", waiter)
+
+
+def test_history_of_finished_jobs_as_table_json_and_csv(allot: Allot) -> None:
+    ok = allot.json("dana", "run", "--budget", "detection", "--name", "h-ok", "--gpus", "2", "--", "true")["job"]["id"]
+    code = "import sys; sys.exit(3)"
+    bad = allot.json("dana", "run", "--budget", "detection", "--name", "h-bad", "--", sys.executable, "-c", code)
+    bad_id = bad["job"]["id"]
+
+    def mine() -> dict[str, dict[str, object]]:
+        return {h["id"]: h for h in allot.json("dana", "history")["items"]}
+
+    wait_for(lambda: {ok, bad_id} <= set(mine()), "both jobs to finish")
+    rows = mine()
+    assert rows[ok]["state"] == "completed" and rows[ok]["exit_code"] == 0 and rows[ok]["attempts"] == 1
+    assert rows[bad_id]["state"] == "failed" and rows[bad_id]["exit_code"] == 3
+    assert {h["user"] for h in rows.values()} == {"dana"}  # sacct's habit: your own jobs by default
+    failed = allot.json("dana", "history", "--state", "failed", "--since", "1h")["items"]
+    assert [h["id"] for h in failed if h["id"] in (ok, bad_id)] == [bad_id]
+    table = allot("dana", "history").stdout
+    for part in ("History", "GPU-hours", "h-ok", "h-bad", "completed", "failed", "GPU-h", "exit"):
+        assert part in table
+    parsed = list(csv.DictReader(io.StringIO(allot("dana", "history", "--csv").stdout)))
+    by_id = {r["id"]: r for r in parsed}
+    assert by_id[bad_id]["exit_code"] == "3" and by_id[ok]["gpus"] == "2" and float(by_id[ok]["credits"]) >= 0
+    assert ok in {h["id"] for h in allot.json("ada", "history", "--all-users")["items"]}
+    assert ok not in {h["id"] for h in allot.json("ada", "history")["items"]}  # ada ran nothing herself
+    assert ok not in {h["id"] for h in allot.json("dana", "history", "--until", "2020-01-01")["items"]}
+    assert "--since" in allot("dana", "history", "--since", "yesterday", code=2).stderr

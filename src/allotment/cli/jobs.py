@@ -1,4 +1,5 @@
-"""`allot submit | run | session | queue | status | why | logs | cancel`: the job commands, all through the SDK.
+"""`allot submit | run | session | queue | status | why | logs | cancel` (and `history`, from `cli.history`): the job
+commands, all through the SDK.
 
 Owns: each command's options, building the quick-form spec of `allot run` (the argv after `--` kept verbatim) and
 the session request of `allot session`, waiting with a spinner, following logs, and paginating the queue.
@@ -301,6 +302,8 @@ def cancel(
 
 
 def register(app: typer.Typer) -> None:
+    from allotment.cli.history import history
+
     app.command("submit")(submit)
     app.command("run", context_settings={"allow_interspersed_args": False})(run)
     app.command("session")(session)
@@ -309,3 +312,4 @@ def register(app: typer.Typer) -> None:
     app.command("why")(why)
     app.command("logs")(logs)
     app.command("cancel")(cancel)
+    app.command("history")(history)

@@ -186,6 +186,38 @@ class QueuePage(Model):
     next_cursor: str | None = None
 
 
+class HistoryEntry(Model):
+    id: str
+    name: str
+    user: str
+    budget: str
+    kind: str
+    contract: str
+    gpus: int
+    replicas: int
+    state: str
+    state_reason: str
+    submitted_at: int
+    started_at: int | None = None
+    ended_at: int
+    attempts: int
+    elapsed: int
+    gpu_seconds: int
+    charged_micro: int
+    exit_code: int | None = None
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.gpu_seconds / 3600
+
+
+class HistoryPage(Model):
+    since: int
+    until: int
+    items: list[HistoryEntry]
+    next_cursor: str | None = None
+
+
 class AttachInfo(Model):
     node: str
     gpus: list[int]

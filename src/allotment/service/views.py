@@ -174,6 +174,42 @@ class WhyView(View):
     """A running job's outlook (None while it waits)."""
 
 
+class HistoryEntry(View):
+    """A finished job as `allot history` shows it (sacct)."""
+
+    id: str
+    name: str
+    user: str
+    budget: str
+    kind: str
+    contract: str
+    gpus: int
+    replicas: int
+    state: str
+    state_reason: str
+    submitted_at: int
+    started_at: int | None
+    """The first run's start; None for a job that never ran."""
+    ended_at: int
+    """When it reached its final state."""
+    attempts: int
+    elapsed: int
+    """Seconds its runs ran, over every attempt."""
+    gpu_seconds: int
+    """GPUs × seconds over every attempt (gpu_hours = gpu_seconds / 3600)."""
+    charged_micro: int
+    """Net credit-microunits charged to its budget (charges less refunds)."""
+    exit_code: int | None
+    """The last run's exit code; None when it never ran or was killed without one."""
+
+
+class HistoryPage(View):
+    since: int
+    until: int
+    items: list[HistoryEntry]
+    next_cursor: str | None
+
+
 class AttachInfo(View):
     node: str
     gpus: list[int]
