@@ -71,6 +71,9 @@ def test_queue_lists_running_jobs_then_pending_ones_with_their_blocker(allot: Al
     table = allot("ada", "queue").stdout
     for part in ("scheduling order", "blocker", "est. start", "limit: ", "q-runner", "q-waiter"):
         assert part in table
+    narrow = allot("ada", "queue", "--format", "id,state,start").stdout
+    assert "est. start" in narrow and waiter in narrow and "blocker" not in narrow and "q-waiter" not in narrow
+    assert "choose from" in allot("ada", "queue", "--format", "id,reason", code=2).stderr
     allot("chen", "cancel", runner)
     allot("ben", "cancel", waiter)
 

@@ -170,6 +170,12 @@ def queue(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=500, help="Jobs per page.")] = 50,
     cursor: Annotated[str | None, typer.Option("--cursor", help="Continue from a previous page.")] = None,
     all_pages: Annotated[bool, typer.Option("--all", help="Every page, not just the first.")] = False,
+    format_: Annotated[
+        str | None,
+        typer.Option(
+            "--format", "-o", help=f"Columns, comma-separated, of: {', '.join(render.QUEUE_COLUMNS)} (squeue -o)."
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """The queue as `squeue --start` shows it: running jobs, then pending ones in scheduling order (by estimated
@@ -177,6 +183,11 @@ def queue(
     ones come on the first page. A --state of a finished job lists every matching job newest first instead (for
     finished jobs see also `allot history`)."""
     states = set(state or ())
+    columns = render.DEFAULT_QUEUE_COLUMNS if format_ is None else tuple(c.strip() for c in format_.split(","))
+    unknown = [c for c in columns if c not in render.QUEUE_COLUMNS]
+    if unknown or not columns:
+        fail(f"--format {format_!r}: unknown column {unknown[0] if unknown else ''!r}; "
+             f"choose from {', '.join(render.QUEUE_COLUMNS)}")  # fmt: skip
     with api_call(), client() as api:
         if mine:
             user = api.me().user
@@ -207,7 +218,7 @@ def queue(
         out.print("[dim]no jobs match[/dim]")
         return
     title = f"Queue ({len(running)} running, {total} pending; pending in scheduling order)"
-    out.print(render.active_table(running, pending, title=title, width=out.width))
+    out.print(render.active_table(running, pending, title=title, width=out.width, columns=columns))
     if next_cursor:
         out.print(f"[dim]more: allot queue --cursor {next_cursor} (or --all)[/dim]")
 

@@ -137,28 +137,58 @@ def queue_table(jobs: Sequence[m.JobSummary], title: str = "Jobs", width: int = 
     return table
 
 
+QUEUE_COLUMNS = {
+    "id": "id",
+    "name": "name",
+    "user": "user",
+    "budget": "budget",
+    "gpus": "GPUs",
+    "contract": "contract",
+    "state": "state",
+    "blocker": "blocker",
+    "start": "est. start",
+    "age": "age",
+}
+"""`allot queue --format` column keys and their headers (the default shows all but age)."""
+DEFAULT_QUEUE_COLUMNS = ("id", "name", "user", "budget", "gpus", "contract", "state", "blocker", "start")
+
+
 def active_table(
-    running: Sequence[m.JobSummary], pending: Sequence[m.QueuedJob], title: str = "Queue", width: int = 200
+    running: Sequence[m.JobSummary],
+    pending: Sequence[m.QueuedJob],
+    title: str = "Queue",
+    width: int = 200,
+    columns: Sequence[str] = DEFAULT_QUEUE_COLUMNS,
 ) -> Table:
     """`squeue --start`: running jobs, then pending ones in scheduling order, each with what holds it (the blocker
-    the engine wrote for a pending job) and its estimated start; the blocker column gets what `width` leaves."""
+    the engine wrote for a pending job) and its estimated start, in `columns` (QUEUE_COLUMNS keys); the blocker
+    column gets what `width` leaves."""
     now = time.time()
-    rows: list[list[str]] = []
-    for j in running:
-        rows.append([j.id, j.name, j.user, j.budget, gpus(j), _contract(j), j.state, readable(j.state_reason), "—"])
-    for q in pending:
-        holds = f"{q.blocker}: {q.message}" if q.blocker else q.message
-        start = estimate(q.estimated_start, now)
-        rows.append([q.id, q.name, q.user, q.budget, gpus(q), _contract(q), q.state, holds, start])
-    headers = ["id", "name", "user", "budget", "GPUs", "contract", "state", "blocker", "est. start"]
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-    room = max(12, width - (sum(widths) - widths[7]) - 3 * len(headers) - 1)
+    rows: list[dict[str, str]] = []
+    for j in [*running, *pending]:
+        row = {"id": j.id, "name": j.name, "user": j.user, "budget": j.budget, "gpus": gpus(j),
+               "contract": _contract(j), "state": j.state, "age": ago(now - j.submitted_at)}  # fmt: skip
+        if isinstance(j, m.QueuedJob):
+            row["blocker"] = f"{j.blocker}: {j.message}" if j.blocker else j.message
+            row["start"] = estimate(j.estimated_start, now)
+        else:
+            row["blocker"], row["start"] = readable(j.state_reason), "—"
+        rows.append(row)
+    widths = {c: max([len(QUEUE_COLUMNS[c])] + [len(r[c]) for r in rows]) for c in columns}
+    room = max(12, width - sum(w for c, w in widths.items() if c != "blocker") - 3 * len(columns) - 1)
     table = Table(title=title, title_justify="left")
-    for header in headers:
-        table.add_column(header, no_wrap=True, justify="right" if header == "GPUs" else "left")
+    for c in columns:
+        table.add_column(QUEUE_COLUMNS[c], no_wrap=True, justify="right" if c in ("gpus", "age") else "left")
     for r in rows:
-        holds = r[7] if len(r[7]) <= room else r[7][: room - 1] + "…"
-        table.add_row(*(escape(c) for c in r[:6]), state(r[6]), escape(holds), r[8])
+        cells: list[str | Text] = []
+        for c in columns:
+            if c == "state":
+                cells.append(state(r[c]))
+            elif c == "blocker":
+                cells.append(escape(r[c] if len(r[c]) <= room else r[c][: room - 1] + "…"))
+            else:
+                cells.append(escape(r[c]))
+        table.add_row(*cells)
     return table
 
 
