@@ -105,16 +105,25 @@ def slice_ends(ix: Indices, cap: Capacity, windows: WindowBook, out: Outcome) ->
 def _room_needs(ix: Indices, cap: Capacity, deficits: dict[str, int], job: Job) -> bool:
     """Rule `session-room`: a slice is not renewed on unclaimed nodes of a cluster short of its session room; the
     lapsed job's GPUs count as returning to the room, so only as many renewals lapse as the room lacks (the refill
-    or a session then takes that work)."""
+    or a session then takes that work). Rule `node-shaped-room`: nor is one renewed on the cluster's room node
+    (Capacity.room_node) where the renewal would leave that node unable to hold the largest recent session."""
     run = job.run
     assert run is not None
     slots = [s for a in run.placement if (s := cap.slot(a.node)) is not None]
     if not slots or any(s.claim is not None or not s.accepts for s in slots):
         return False
     cluster = slots[0].node.cluster
+    whole = ix.whole_for(cluster)
+    if whole > 0:
+        # rule `node-shaped-room`: a renewal may not leave the room node unable to hold the largest recent session
+        node = cap.room_node(cluster, whole)
+        if node is not None and any(
+            o.node == node.idx and node.reach - o.gpus < whole for o in cap.occupants_of[job.id]
+        ):
+            return True
     deficit = deficits.get(cluster)
     if deficit is None:
-        deficit = deficits[cluster] = cap.room_deficit(cluster, ix.pol.headroom_for(cluster))
+        deficit = deficits[cluster] = cap.room_deficit(cluster, ix.room_for(cluster))
     if deficit <= 0:
         return False
     deficits[cluster] = deficit - run.gpu_count
