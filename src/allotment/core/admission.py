@@ -3,7 +3,8 @@ on come from funding.py).
 
 Owns the rules
 - `session-room`: only sessions and work that leaves within seconds may take a cluster below its session room, the
-  free and fast-leaving GPUs on nodes no plan claims (promise 9; capacity.Capacity.room);
+  free and fast-leaving GPUs on nodes no plan claims (promise 9; capacity.Capacity.room); and `node-shaped-room`:
+  nor takes the cluster's room node below the room's whole-node session (capacity.Capacity.room_node);
 - `backfill-cannot-delay` applied to placement: work that would still hold reserved GPUs at a planned start is kept
   off them, or gets a slice that ends in time (promise 8);
 - `never-preempt-in-vain`: victims are chosen only when the preemptor can then start on the GPUs they free, and

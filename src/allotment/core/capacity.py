@@ -3,7 +3,8 @@
 Owns: per-node free GPU indices, the running jobs on each node and when each could leave, per-pool best-fit buckets,
 per-node "reach" (GPUs free, leaving or held by preemptible work: the most a preemption could ever free there) with
 per-pool buckets of it, per-node change counters (so per-cycle caches know when a node changed), per-cluster
-quick-free counts (for session headroom), and per-node reservation claims.
+quick-free counts (for session headroom), the room node of each cluster (where a whole-node session would start),
+and per-node reservation claims.
 It changes only as the cycle decides (GPUs taken by starts, claimed by reservations, occupants told to leave or
 renewed, all through the methods below); preempted GPUs are not free until the executor reports the victim gone, so
 nothing here frees GPUs.

@@ -9,7 +9,8 @@ Owns the rules
   priority, then age — so a priority set on budget A can only reorder A's own jobs (promise 3); a job that fits in
   free GPUs starts (promise 5); a guaranteed job may take opportunistic work, and slice-expired work when its budget
   is below its fair share; a budget's first funded job that still waits gets a planned start (promise 8);
-- `headroom-refill`: session headroom is refilled by preempting opportunistic or slice-expired work.
+- `headroom-refill`: session headroom is refilled by preempting opportunistic or slice-expired work, and (rule
+  `node-shaped-room`) the room node is emptied of it where a whole-node session would not fit there.
 
 Must not: preempt work inside its slice (the victim rules in preemption.py never offer it).
 """

@@ -3,8 +3,9 @@
 Owns the rules
 - `end-of-life`: lost nodes (refunded), forced drains (refunded), maximum runtime, session length, idle sessions;
 - `slice-renewal`: at its slice end a guaranteed run is renewed when its budget can pay for the whole new slice and
-  renewing delays no planned start, crowds out no capacity window and leaves no cluster short of its session room;
-  otherwise it lapses and runs on as opportunistic (promise 2);
+  renewing delays no planned start, crowds out no capacity window and leaves no cluster short of its session room
+  (nor its room node short of a whole-node session, rule `node-shaped-room`); otherwise it lapses and runs on as
+  opportunistic (promise 2);
 - `drain`: on a draining node preemptible work leaves now, work inside its slice at the slice end (promise 4);
 - `carried-reservation`: a planned start from an earlier cycle keeps its nodes while they stay usable.
 
