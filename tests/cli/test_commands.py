@@ -216,3 +216,10 @@ def test_the_installed_console_script(live: LiveServer) -> None:
     module = subprocess.run([sys.executable, "-m", "allotment.cli", "whoami"], env=env, capture_output=True,
                             text=True, timeout=60, check=False)  # fmt: skip
     assert module.returncode == 0 and "ada" in module.stdout
+
+
+def test_node_list_shows_each_clusters_session_room(allot: Allot) -> None:
+    """`allot node list` ends with the session room the engine's last cycle sized for each cluster (decision 54)."""
+    wait_for(lambda: "session room" in allot("ben", "node", "list").stdout, "the engine's first cycle")
+    out = allot("ben", "node", "list").stdout
+    assert "session room  lab:" in out and "GPUs kept for sessions" in out and "floor 8" in out

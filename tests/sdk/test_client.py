@@ -209,7 +209,7 @@ def test_models_mirror_the_api_views() -> None:
         views.PlanDiff: models.PlanDiff, views.PlanApplied: models.PlanApplied, views.NodeJob: models.NodeJob,
         views.NodeView: models.Node, views.DrainView: models.Drain, views.UsageRow: models.UsageRow,
         views.UsageReport: models.UsageReport, views.TokenView: models.Token, views.NewToken: models.NewToken,
-        views.Me: models.Me,
+        views.Me: models.Me, views.SessionRoomView: models.SessionRoom,
     }  # fmt: skip
     published = {v for v in vars(views).values() if isinstance(v, type) and issubclass(v, views.View)}
     assert published - {views.View} == set(pairs)

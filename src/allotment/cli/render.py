@@ -202,12 +202,23 @@ def why_panel(why: m.Why, name: str = "") -> Panel:
         f"budget {s.budget:<9} balance {credits(s.balance_micro)} of {credits(s.allocation_micro)} credits; "
         f"committed {credits(s.committed_micro)}; available {credits(s.available_micro)}",
     ]
+    for r in why.rooms:
+        lines.append(f"session room     {room_text(r)}")
     if why.hints:
         lines.append("would start sooner with:")
         lines += [
             f"  • {h.kind}: {escape(h.detail)}" + (f" (start {clock(h.start)})" if h.start else "") for h in why.hints
         ]
     return Panel("\n".join(lines), title=f"Why {escape(name or why.job_id)} waits", title_align="left")
+
+
+def room_text(r: m.SessionRoom) -> str:
+    """One cluster's session room and where its size came from."""
+    whole = f", {r.whole} of them on one node" if r.whole else ""
+    return (
+        f"{r.cluster}: {r.gpus} GPUs kept for sessions{whole} (floor {r.floor}, recent demand {r.demand}, "
+        f"largest recent session {r.shape}, ceiling {r.ceiling})"
+    )
 
 
 def session_panel(session: m.Session, attach_hint: str) -> Panel:

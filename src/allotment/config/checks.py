@@ -148,6 +148,11 @@ def check_policy(cfg: AllotmentConfig) -> list[Complaint]:
     for name in policy.headroom:
         if name not in clusters:
             out.append((("policy", "headroom", name), f"unknown cluster '{name}'"))
+    for name in policy.room_ceiling:
+        if name not in clusters:
+            out.append((("policy", "room_ceiling", name), f"unknown cluster '{name}'"))
+    if policy.room_quantile > 1:
+        out.append((("policy", "room_quantile"), "a share of the window's time: at most 1 (0.99 is the p99)"))
     return out
 
 

@@ -55,6 +55,11 @@ def core_policy(cfg: AllotmentConfig) -> PolicyConfig:
         session_price=to_per_mille(p.session_price),
         usage_half_life=p.usage_half_life,
         max_reservations=p.max_reservations,
+        room_window=p.room_window,
+        room_quantile=to_per_mille(p.room_quantile),
+        default_room_ceiling=p.default_room_ceiling,
+        room_ceiling=dict(p.room_ceiling),
+        room_whole_node=p.room_whole_node,
     )
 
 

@@ -176,6 +176,15 @@ class Policy(_Model):
     session_price: Price = Decimal(_CORE_POLICY.session_price) / FULL_PRICE
     usage_half_life: Duration = _CORE_POLICY.usage_half_life
     max_reservations: NonNegativeInt = _CORE_POLICY.max_reservations
+    room_window: Duration = _CORE_POLICY.room_window
+    """Trailing window of session demand the session room is sized from; 0 keeps the room at its floor (headroom)."""
+    room_quantile: Price = Decimal(_CORE_POLICY.room_quantile) / FULL_PRICE
+    """The share of the window's time whose concurrent session GPUs the room covers (0.99: the p99)."""
+    default_room_ceiling: NonNegativeInt = _CORE_POLICY.default_room_ceiling
+    room_ceiling: dict[Name, NonNegativeInt] = Field(default_factory=dict)
+    """The most GPUs per cluster the adaptive room keeps (overrides default_room_ceiling; never below the floor)."""
+    room_whole_node: bool = _CORE_POLICY.room_whole_node
+    """Keep the largest recent session's GPUs free on one node of the room."""
 
 
 class WindowConfig(_Model):

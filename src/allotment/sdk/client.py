@@ -291,6 +291,10 @@ class Client:
     def nodes(self, *, cluster: str | None = None, state: str | None = None) -> list[m.Node]:
         return NODES.validate_python(self.request("GET", "/nodes", params=_params(cluster=cluster, state=state)))
 
+    def fleet(self, *, cluster: str | None = None) -> m.FleetMap:
+        """The fleet map's clusters with their GPUs in use and session rooms."""
+        return self._get(m.FleetMap, "/dashboard/fleet", cluster=cluster)
+
     def node(self, name: str) -> m.Node:
         return self._get(m.Node, f"/nodes/{name}")
 

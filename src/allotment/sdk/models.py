@@ -140,6 +140,33 @@ class Standing(Model):
     available_micro: int
 
 
+class SessionRoom(Model):
+    """A cluster's session room: `gpus` kept free or fast-leaving for sessions, `whole` of them on one node, sized as
+    max(floor, demand, shape) capped by the ceiling."""
+
+    cluster: str
+    gpus: int
+    whole: int = 0
+    floor: int
+    demand: int = 0
+    shape: int = 0
+    ceiling: int
+
+
+class FleetCluster(Model):
+    name: str
+    gpus: int
+    used_gpus: int
+    room: SessionRoom | None = None
+
+
+class FleetMap(Model):
+    """The dashboard's fleet map (GET /dashboard/fleet), clusters only: the nodes are left out here."""
+
+    now: int
+    clusters: list[FleetCluster] = Field(default_factory=list)
+
+
 class Why(Model):
     job_id: str
     state: str
@@ -151,6 +178,7 @@ class Why(Model):
     hints: list[Hint] = Field(default_factory=list)
     explained_at: int | None = None
     standing: Standing
+    rooms: list[SessionRoom] = Field(default_factory=list)
 
 
 class AttachInfo(Model):

@@ -3,7 +3,7 @@
 Owns: reading an attempt's output file written by the local executor (`<data_dir>/executor/jobs/<job_id>/<attempt>/
 output.log`) from a byte offset, so clients can follow it; and `why`: the pending reason the engine's last cycle wrote
 (blocker, numbers, estimated start, hints) with the budget's standing now (allocation, balance less what running jobs
-have accrued, what granted slices have committed).
+have accrued, what granted slices have committed) and, for a session, the session room of each cluster it may use.
 
 Must not: write anything, or compute a reason itself (the core explains; the engine records).
 """
@@ -16,12 +16,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from allotment.core.jobstate import JobState
+from allotment.core.model import JobKind
 from allotment.core.units import cost
 from allotment.service.context import Context
 from allotment.service.errors import Invalid, NotFound
+from allotment.service.fleetmap import session_rooms
 from allotment.service.jobs import visible_job
 from allotment.service.principal import Principal
-from allotment.service.views import Hint, LogChunk, Standing, WhyView
+from allotment.service.views import Hint, LogChunk, SessionRoomView, Standing, WhyView
 from allotment.store.accounts import balances
 from allotment.store.db import reading
 from allotment.store.records import FINAL_STATES
@@ -129,7 +131,15 @@ def why(ctx: Context, principal: Principal, job_id: str) -> WhyView:
             raise NotFound(f"job {job_id} is not pending (it is {job.state})")
         reason = session.get(PendingReasonRow, job_id)
         money = standing(session, ctx, job.budget)
-    return WhyView(job_id=job_id, state=job.state, **wait_fields(job, reason), standing=money)
+        rooms = _rooms_for(session, job) if job.kind == JobKind.SESSION.value else []
+    return WhyView(job_id=job_id, state=job.state, **wait_fields(job, reason), standing=money, rooms=rooms)
+
+
+def _rooms_for(session: Session, job: JobRow) -> list[SessionRoomView]:
+    """The session rooms of the clusters a session may run on (all, when it names none)."""
+    rooms = session_rooms(session)
+    allowed = set(job.clusters or ())
+    return [r for c, r in sorted(rooms.items()) if not allowed or c in allowed]
 
 
 NOT_CONSIDERED = "the scheduler has not considered this job yet"

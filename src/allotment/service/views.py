@@ -138,6 +138,22 @@ class Standing(View):
     available_micro: int
 
 
+class SessionRoomView(View):
+    """A cluster's session room as the engine's last cycle sized it (docs/policy.md §4, `adaptive-room`)."""
+
+    cluster: str
+    gpus: int
+    """GPUs kept free, or held only by work that leaves within seconds, for sessions."""
+    whole: int
+    """How many of them are kept on one node (the largest recent session; 0: any spread)."""
+    floor: int
+    demand: int
+    """The window's quantile of concurrent session GPUs (policy.room_quantile, room_window)."""
+    shape: int
+    """The largest session's GPUs on one node within the window."""
+    ceiling: int
+
+
 class WhyView(View):
     job_id: str
     state: str
@@ -150,6 +166,8 @@ class WhyView(View):
     hints: list[Hint]
     explained_at: int | None
     standing: Standing
+    rooms: list[SessionRoomView] = []
+    """For a session: the session room of each cluster it may run on."""
 
 
 class AttachInfo(View):
