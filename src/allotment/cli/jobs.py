@@ -22,7 +22,9 @@ from allotment.cli.common import EXIT_API, JsonOption, api_call, client, dump, e
 from allotment.core.jobstate import FINAL
 from allotment.sdk import models as m
 
-POLICY_DEFAULT = "Default: the server's policy (default_slice/default_grace within its limits; the reply shows it)."
+SLICE_DEFAULT = "Default: the server's policy (default_slice within min_slice…max_slice; the reply shows it)."
+LENGTH_DEFAULT = "Default: the server's policy (default_slice, at most session_max_length)."
+GRACE_DEFAULT = "Default: the server's policy (default_grace, at most max_grace; the reply shows it)."
 ATTACH_HINT = "allot attach {job} --data-dir <the server's data directory>   (on the server's host)"
 
 
@@ -61,7 +63,7 @@ def run(
     replicas: Annotated[int, typer.Option("--replicas", "-r", min=1, help="Replicas of a gang (all or none).")] = 1,
     name: Annotated[str | None, typer.Option("--name", help="Job name (default: the command's name).")] = None,
     slice_: Annotated[
-        str | None, typer.Option("--slice", help=f"Run slice asked for, e.g. 30m, 2h. {POLICY_DEFAULT}")
+        str | None, typer.Option("--slice", help=f"Run slice asked for, e.g. 30m, 2h. {SLICE_DEFAULT}")
     ] = None,
     opportunistic: Annotated[bool, typer.Option("--opportunistic", help="Run on idle capacity, cheaper.")] = False,
     fallback: Annotated[
@@ -69,7 +71,7 @@ def run(
     ] = False,
     priority: Annotated[int, typer.Option("--priority", help="Order within the budget only (-1000…1000).")] = 0,
     grace: Annotated[
-        str | None, typer.Option("--grace", help=f"SIGTERM → SIGKILL notice, e.g. 2m. {POLICY_DEFAULT}")
+        str | None, typer.Option("--grace", help=f"SIGTERM → SIGKILL notice, e.g. 2m. {GRACE_DEFAULT}")
     ] = None,
     gpu_type: Annotated[list[str] | None, typer.Option("--gpu-type", help="Allowed GPU type (repeat).")] = None,
     cluster: Annotated[list[str] | None, typer.Option("--cluster", help="Allowed cluster (repeat).")] = None,
@@ -124,9 +126,9 @@ def session(
     budget: Annotated[str, typer.Option("--budget", "-b", help="The leaf budget that pays.")],
     gpus: Annotated[int, typer.Option("--gpus", "-g", min=1, help="GPUs (within the session limit).")] = 1,
     length: Annotated[
-        str | None, typer.Option("--length", "-l", help="How long to hold them, e.g. 30m, 2h. Default: the policy's.")
+        str | None, typer.Option("--length", "-l", help=f"How long to hold them, e.g. 30m, 2h. {LENGTH_DEFAULT}")
     ] = None,
-    grace: Annotated[str | None, typer.Option("--grace", help=f"SIGTERM → SIGKILL notice. {POLICY_DEFAULT}")] = None,
+    grace: Annotated[str | None, typer.Option("--grace", help=f"SIGTERM → SIGKILL notice. {GRACE_DEFAULT}")] = None,
     name: Annotated[str | None, typer.Option("--name", help="Session name.")] = None,
     gpu_type: Annotated[list[str] | None, typer.Option("--gpu-type", help="Allowed GPU type (repeat).")] = None,
     cluster: Annotated[list[str] | None, typer.Option("--cluster", help="Allowed cluster (repeat).")] = None,
