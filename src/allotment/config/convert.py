@@ -44,6 +44,8 @@ def core_policy(cfg: AllotmentConfig) -> PolicyConfig:
         min_slice=p.min_slice,
         max_slice=p.max_slice,
         max_grace=p.max_grace,
+        default_slice=p.default_slice,
+        default_grace=p.default_grace,
         session_max_gpus=p.session_max_gpus,
         session_max_length=p.session_max_length,
         session_idle_timeout=p.session_idle_timeout,

@@ -163,6 +163,10 @@ class Policy(_Model):
     min_slice: Duration = _CORE_POLICY.min_slice
     max_slice: Duration = _CORE_POLICY.max_slice
     max_grace: Duration = _CORE_POLICY.max_grace
+    default_slice: Duration = _CORE_POLICY.default_slice
+    """The slice of a guaranteed job (and the length of a session) that names none; clamped to the limits."""
+    default_grace: Duration = _CORE_POLICY.default_grace
+    """The grace of a job or session that names none; capped at max_grace."""
     session_max_gpus: PositiveInt = _CORE_POLICY.session_max_gpus
     session_max_length: Duration = _CORE_POLICY.session_max_length
     session_idle_timeout: Duration = _CORE_POLICY.session_idle_timeout

@@ -268,6 +268,10 @@ class PolicyConfig:
     min_slice: Seconds = 1800
     max_slice: Seconds = 8 * 3600
     max_grace: Seconds = 600
+    default_slice: Seconds = 3600
+    """The slice of a guaranteed job that names none, clamped to [min_slice, max_slice] (default_slice_of)."""
+    default_grace: Seconds = 60
+    """The grace of a job or session that names none, capped at max_grace (default_grace_of)."""
     session_max_gpus: int = 8
     session_max_length: Seconds = 8 * 3600
     session_idle_timeout: Seconds = 3600
@@ -305,6 +309,21 @@ class PolicyConfig:
     def __setstate__(self, state: Sequence[object]) -> None:
         """pickle's restore (see Job.__setstate__): settings added after a policy was pickled take their defaults."""
         _restore(self, state)
+
+    @property
+    def default_slice_of(self) -> Seconds:
+        """The slice a guaranteed job gets when it names none: default_slice within [min_slice, max_slice]."""
+        return min(max(self.default_slice, self.min_slice), self.max_slice)
+
+    @property
+    def default_grace_of(self) -> Seconds:
+        """The grace a job or session gets when it names none: default_grace, at most max_grace."""
+        return min(self.default_grace, self.max_grace)
+
+    @property
+    def default_session_length(self) -> Seconds:
+        """The length of a session that names none: default_slice, at most session_max_length."""
+        return min(self.default_slice, self.session_max_length)
 
 
 @dataclass(frozen=True, slots=True)
