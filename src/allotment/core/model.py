@@ -268,10 +268,6 @@ class PolicyConfig:
     min_slice: Seconds = 1800
     max_slice: Seconds = 8 * 3600
     max_grace: Seconds = 600
-    default_slice: Seconds = 3600
-    """The slice of a guaranteed job that names none, clamped to [min_slice, max_slice] (default_slice_of)."""
-    default_grace: Seconds = 60
-    """The grace of a job or session that names none, capped at max_grace (default_grace_of)."""
     session_max_gpus: int = 8
     session_max_length: Seconds = 8 * 3600
     session_idle_timeout: Seconds = 3600
@@ -298,6 +294,11 @@ class PolicyConfig:
     """The most GPUs per cluster the adaptive room may keep (overrides default_room_ceiling); never below the floor."""
     room_whole_node: bool = True
     """Keep the largest recent session's GPUs on one node of the room (rule `node-shaped-room`)."""
+    default_slice: Seconds = 3600
+    """The slice of a guaranteed job that names none, clamped to [min_slice, max_slice] (default_slice_of)."""
+    default_grace: Seconds = 60
+    """The grace of a job or session that names none, capped at max_grace (default_grace_of).
+    Settings are added at the end: a pickled policy (the equivalence fixtures) restores by position."""
 
     def headroom_for(self, cluster: str) -> int:
         """The floor of the cluster's session room (the whole room where the shell sizes none)."""
