@@ -11,7 +11,9 @@ from typing import Any
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
+from allotment.cli.main import app
 from tests.cli.conftest import Allot
 from tests.sdk.live import ROOT, LiveServer, live_server
 
@@ -58,7 +60,9 @@ def test_the_demos_suggested_run_takes_the_policys_defaults(allot: Allot) -> Non
     echoed = allot.json("ben", "run", "--gpus", "4", "--budget", "pretrain", "--", "python", "-c", "print(42)")
     # default_slice 1 h clamped to max_slice 10 m; default_grace 60 s capped at max_grace 30 s
     assert (echoed["job"]["slice_seconds"], echoed["job"]["grace"]) == (600, 30)
-    allot("ben", "cancel", echoed["job"]["id"], result.stdout.split("submitted ", 1)[1].split()[0])
+    for job_id in (echoed["job"]["id"], said.split("submitted ", 1)[1].split()[0]):
+        done = CliRunner().invoke(app, ["cancel", job_id], env=allot.env("ben"))  # print(42) may be done: exit 5
+        assert done.exit_code in (0, 5), done.output
 
 
 def test_run_help_says_where_the_defaults_come_from(allot: Allot) -> None:
