@@ -51,6 +51,24 @@ def test_submit_a_yaml_spec_then_status_and_logs(allot: Allot, tmp_path: Path) -
     assert allot("dana", "status", job["id"], code=4).stderr  # another budget's job: 403
 
 
+def test_logs_of_a_gang_are_labelled_by_replica_and_one_replica_can_be_shown(allot: Allot, tmp_path: Path) -> None:
+    code = "import os; r = os.environ['ALLOT_REPLICA']; [print(f'replica {r} step {i}', flush=True) for i in range(2)]"
+    spec = tmp_path / "gang.yaml"
+    spec.write_text(
+        f"name: gang\nbudget: pretrain\ncommand: [{PY}, -c, {json.dumps(code)}]\nresources: {{gpus: 8, replicas: 2}}\n",
+        encoding="utf-8",
+    )
+    job = allot.json("ben", "submit", str(spec))["job"]["id"]
+    assert ended(allot, "ben", job) == "completed"
+    lines = allot("ben", "logs", job).stdout.splitlines()
+    assert sorted(lines) == [f"{r}: replica {r} step {i}" for r in (0, 1) for i in range(2)]
+    assert allot("ben", "logs", "-f", job, "--replica", "1").stdout == "replica 1 step 0\nreplica 1 step 1\n"
+    [chunk] = [json.loads(line) for line in allot("ben", "logs", job, "--replica", "0", "--json").stdout.splitlines()]
+    assert chunk["replica"] == 0 and chunk["complete"] and chunk["data"] == "replica 0 step 0\nreplica 0 step 1\n"
+    refused = allot("ben", "logs", job, "--replica", "2", code=2)
+    assert "replica" in refused.stderr and "between 0 and 1" in refused.stderr
+
+
 def test_a_bad_spec_is_rejected_with_field_and_line(allot: Allot, tmp_path: Path) -> None:
     spec = tmp_path / "bad.yaml"
     spec.write_text("name: x\nbudget: pretrain\ncommand: [true]\nresources:\n  gpu: 2\n", encoding="utf-8")

@@ -226,11 +226,16 @@ def logs(
     attempt: Annotated[int | None, typer.Option("--attempt", help="Which attempt (default: the latest).")] = None,
     offset: Annotated[int, typer.Option("--offset", min=0, help="Start at this byte.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the chunks as JSON lines.")] = False,
+    replica: Annotated[
+        int | None,
+        typer.Option("--replica", min=0, help="Only this replica's output (default: every replica, lines labelled)."),
+    ] = None,
 ) -> None:
-    """Print a job's output; with -f, follow it until the attempt ends (Ctrl-C stops following)."""
+    """Print a job's output; with -f, follow it until the attempt ends (Ctrl-C stops following). A gang's lines are
+    labelled with their replica (`0: `, `1: `…); --replica N prints only replica N's output, unlabelled."""
     with api_call(), client() as api:
         try:
-            for chunk in api.follow_logs(job, offset=offset, attempt=attempt, follow=follow):
+            for chunk in api.follow_logs(job, offset=offset, attempt=attempt, follow=follow, replica=replica):
                 if as_json:
                     typer.echo(chunk.model_dump_json())  # one JSON object per line
                 else:

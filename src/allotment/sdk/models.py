@@ -120,6 +120,7 @@ class JobPage(Model):
 class LogChunk(Model):
     job_id: str
     attempt: int | None = None
+    replica: int | None = None
     offset: int
     next_offset: int
     data: str

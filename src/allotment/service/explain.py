@@ -1,9 +1,11 @@
 """Explaining a job: its output (logs) and why it waits.
 
-Owns: reading an attempt's output file written by the local executor (`<data_dir>/executor/jobs/<job_id>/<attempt>/
-output.log`) from a byte offset, so clients can follow it; and `why`: the pending reason the engine's last cycle wrote
-(blocker, numbers, estimated start, hints) with the budget's standing now (allocation, balance less what running jobs
-have accrued, what granted slices have committed) and, for a session, the session room of each cluster it may use.
+Owns: reading an attempt's output as the local executor's supervisor wrote it (`<data_dir>/executor/jobs/<job_id>/
+<attempt>/`: every replica, labelled for a gang, or one replica's own) from a byte offset, so clients can follow it
+(allotment.executors.local.output opens the files and refuses anything a job put in their place); and `why`: the
+pending reason the engine's last cycle wrote (blocker, numbers, estimated start, hints) with the budget's standing now
+(allocation, balance less what running jobs have accrued, what granted slices have committed) and, for a session,
+the session room of each cluster it may use.
 
 Must not: write anything, or compute a reason itself (the core explains; the engine records).
 """
@@ -18,8 +20,9 @@ from sqlalchemy.orm import Session
 from allotment.core.jobstate import JobState
 from allotment.core.model import JobKind
 from allotment.core.units import cost
+from allotment.executors.local.output import UntrustedOutput, output_name, read_output
 from allotment.service.context import Context
-from allotment.service.errors import Invalid, NotFound
+from allotment.service.errors import Conflict, FieldProblem, Invalid, NotFound
 from allotment.service.fleetmap import session_rooms
 from allotment.service.jobs import visible_job
 from allotment.service.principal import Principal
@@ -30,7 +33,6 @@ from allotment.store.records import FINAL_STATES
 from allotment.store.snapshot import unposted
 from allotment.store.tables import BudgetRow, JobRow, PendingReasonRow, RunRow
 
-OUTPUT = "output.log"
 MAX_CHUNK = 1 << 20
 
 
@@ -55,9 +57,11 @@ def read_logs(
     offset: int = 0,
     attempt: int | None = None,
     limit: int = 65536,
+    replica: int | None = None,
 ) -> LogChunk:
-    """Up to `limit` bytes of an attempt's output from byte `offset` (default: the latest attempt). `next_offset` is
-    where to continue; `complete` says the attempt has ended and nothing more will come."""
+    """Up to `limit` bytes of an attempt's output from byte `offset` (default: the latest attempt; every replica, each
+    line of a gang labelled `N: `, or only `replica`'s own output). `next_offset` is where to continue in the same
+    stream; `complete` says the attempt has ended and nothing more will come."""
     if offset < 0:
         raise Invalid.of("offset", "must not be negative")
     if not 1 <= limit <= MAX_CHUNK:
@@ -66,35 +70,38 @@ def read_logs(
         job = visible_job(session, principal, job_id)
         runs = {r.attempt: r for r in session.scalars(select(RunRow).where(RunRow.job_id == job_id))}
         final = job.state in FINAL_STATES
+        replicas = job.replicas
+    if replica is not None and not 0 <= replica < replicas:
+        raise Invalid.of("replica", f"must be between 0 and {replicas - 1}: job {job_id} has {replicas} replica(s)")
     if attempt is None:
         attempt = max(runs) if runs else None
     elif attempt not in runs:
         raise NotFound(f"job {job_id} has no attempt {attempt}")
     if attempt is None:
-        return LogChunk(job_id=job_id, attempt=None, offset=offset, next_offset=offset, data="", complete=final)
+        return LogChunk(
+            job_id=job_id, attempt=None, replica=replica, offset=offset, next_offset=offset, data="", complete=final
+        )
     ended = runs[attempt].ended_at is not None
-    path = ctx.executor_dir / "jobs" / job_id / str(attempt) / OUTPUT
-    data = b""
-    size = 0
     try:
-        with path.open("rb") as stream:
-            stream.seek(0, 2)
-            size = stream.tell()
-            if offset < size:
-                stream.seek(offset)
-                data = stream.read(limit)
-    except FileNotFoundError:
-        pass
-    if offset + len(data) < size:
+        chunk = read_output(ctx.executor_dir, job_id, attempt, output_name(replicas, replica), offset, limit)
+    except UntrustedOutput as exc:
+        reason = f"{exc}: something replaced the output file the supervisor writes, so nothing of it is shown"
+        raise Conflict(
+            f"the output of job {job_id}, attempt {attempt}, cannot be shown: {reason}",
+            [FieldProblem("attempt", reason)],
+        ) from None
+    data = chunk.data
+    if offset + len(data) < chunk.size:
         data = data[: _utf8_boundary(data)]
     next_offset = offset + len(data)
     return LogChunk(
         job_id=job_id,
         attempt=attempt,
+        replica=replica,
         offset=offset,
         next_offset=next_offset,
         data=data.decode("utf-8", errors="replace"),
-        complete=ended and next_offset >= size,
+        complete=ended and next_offset >= chunk.size,
     )
 
 

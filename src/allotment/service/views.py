@@ -115,6 +115,8 @@ class JobPage(View):
 class LogChunk(View):
     job_id: str
     attempt: int | None
+    replica: int | None
+    """The replica whose own output this is; None: every replica's (a gang's lines each labelled `N: `)."""
     offset: int
     next_offset: int
     data: str

@@ -80,9 +80,18 @@ class LocalExecutor:
         _check_id(job_id, attempt)
         return self._jobs / job_id / str(attempt)
 
-    def log_path(self, job_id: str, attempt: int) -> Path:
-        """The attempt's combined stdout and stderr (it exists once the job has started)."""
-        return self.attempt_dir(job_id, attempt) / sv.OUTPUT
+    def log_path(self, job_id: str, attempt: int, replica: int | None = None) -> Path:
+        """The attempt's stdout and stderr as its supervisor copied them (it exists once the supervisor runs):
+        every replica, labelled for a gang; with `replica`, that replica's own output (a gang's per-replica file;
+        for a single replica, the same file)."""
+        d = self.attempt_dir(job_id, attempt)
+        if replica is None:
+            return d / sv.OUTPUT
+        spec = sv.read_json(d / sv.SPEC)
+        replicas = len(spec["replicas"]) if spec is not None else 1
+        if not 0 <= replica < replicas:
+            raise ValueError(f"attempt {attempt} of {job_id} has no replica {replica} (it has {replicas})")
+        return d / (sv.replica_output(replica) if replicas > 1 else sv.OUTPUT)
 
     # -- the Executor port ---------------------------------------------------------------------------------
 
