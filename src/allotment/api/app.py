@@ -19,6 +19,8 @@ from allotment.api.routers import auth, budgets, dashboard, health, jobs, nodes,
 from allotment.api.routers import sessions as session_routes
 from allotment.config import AllotmentConfig, load_config
 from allotment.engine.setup import Settings
+from allotment.engine.setup import run_as as resolve_run_as
+from allotment.executors.accounts import RunAs
 from allotment.ops import http as ops_http
 from allotment.ops.ratelimit import TokenBuckets
 from allotment.service.context import Context
@@ -39,19 +41,26 @@ def create_app(
     *,
     config: AllotmentConfig | None = None,
     open_login: bool = False,
+    run_as: RunAs | None = None,
 ) -> FastAPI:
     """The API over `sessions`. `settings` gives the configuration file (unless `config` is given), the data
     directory (where the local executor keeps job output) and the executor kind; `wake` is set after every request
     the engine must act on; `now` is the engine's clock. `open_login` lets POST /auth/login issue tokens without
-    credentials: only for a local, single-user server."""
+    credentials: only for a local, single-user server. `run_as`: whose account jobs run as (default: resolved from
+    `settings` and the configuration, as the engine does)."""
+    config = config if config is not None else load_config(settings.config)
+    run_as = run_as if run_as is not None else resolve_run_as(settings, config)
+    if open_login and run_as.owner:
+        raise ValueError("open login lets anyone act as any user: it is for a single-user server only, not owner mode")
     ctx = Context(
         sessions=sessions,
-        config=config if config is not None else load_config(settings.config),
+        config=config,
         data_dir=settings.data_dir,
         now=now,
         wake=wake,
         open_login=open_login,
         executor=settings.executor,
+        run_as=run_as,
     )
     app = FastAPI(title="Allotment", version="0.1.0", description=DESCRIPTION)
     app.state.context = ctx

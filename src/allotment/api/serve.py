@@ -65,6 +65,7 @@ def attach_api(
         server.built.engine.clock.now,
         config=server.built.config,
         open_login=open_login,
+        run_as=server.built.run_as,
     )
     web = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=web.run, name="allotment-api", daemon=True)

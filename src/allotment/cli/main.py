@@ -191,6 +191,14 @@ def server_command(
             "(a local, single-user server only; needs a loopback --host).",
         ),
     ] = False,
+    run_as: Annotated[
+        str | None,
+        typer.Option(
+            "--run-as",
+            help="Whose Unix account jobs run as: owner (each job its owner's; needs root), single-user (the "
+            "server's own) or auto (owner when root). Default: the configuration's run_as.mode (single-user).",
+        ),
+    ] = None,
 ) -> None:
     """Run the scheduler and its HTTP API: migrate and seed the database, then cycle until SIGTERM or Ctrl-C."""
     import logging
@@ -198,17 +206,28 @@ def server_command(
     from allotment.api import attach_api
     from allotment.engine.server import Server, serve
     from allotment.engine.setup import Settings
+    from allotment.engine.setup import run_as as resolve_run_as
+    from allotment.executors.accounts import RunAsError
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     path = config or example_config()
     if path is None:
         Console(stderr=True).print("[red]no configuration given and examples/ai2 not found[/red]")
         raise typer.Exit(code=2)
-    _load(Console(stderr=True), path)
+    cfg = _load(Console(stderr=True), path)
     if open_login and host not in ("127.0.0.1", "localhost", "::1"):
         Console(stderr=True).print("[red]✗[/red] --open-login lets anyone act as any user: only with a loopback --host")
         raise typer.Exit(code=2)
-    settings = Settings(config=path, data_dir=data_dir, database_url=database_url, executor=executor)
+    settings = Settings(config=path, data_dir=data_dir, database_url=database_url, executor=executor, run_as=run_as)
+    try:
+        mode = resolve_run_as(settings, cfg)
+    except (RunAsError, ValueError) as error:
+        Console(stderr=True).print(f"[red]✗[/red] {error}")
+        raise typer.Exit(code=2) from None
+    if open_login and mode.owner:
+        Console(stderr=True).print("[red]✗[/red] --open-login lets anyone act as any user: not in owner mode")
+        raise typer.Exit(code=2)
+    Console(stderr=True).print(f"Jobs run in {mode.describe()}")
 
     def with_api(server: Server) -> None:
         api = attach_api(server, host, port, settings=settings, open_login=open_login)

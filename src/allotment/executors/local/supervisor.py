@@ -1,6 +1,8 @@
 """The supervisor of one attempt of the local executor: a small process that outlives the server.
 
-Owns: starting the attempt's argument vector (never through a shell) in its own process group, recording the
+Owns: starting the attempt's argument vector (never through a shell) in its own process group, as the account
+spec.json names when it names one (owner mode: uid, gid and every group of the job's owner; the executor puts
+its HOME, USER, LOGNAME and SHELL into each replica's env), recording the
 job's pids, forwarding termination (SIGTERM now, SIGKILL at the recorded deadline), and writing the exit
 record atomically into the attempt's state directory. Also owns the names of the files in that directory and
 the helpers that read and write them, which the executor imports from here.
@@ -113,6 +115,8 @@ class Supervisor:
         self.workdir: str = str(spec["workdir"])
         self.grace: int = int(spec["grace"])
         self.replicas: list[dict[str, Any]] = list(spec["replicas"])
+        self.account: dict[str, Any] | None = spec.get("account")
+        """Owner mode: the Unix account (uid, gid, groups, home, shell) every replica runs as; None: this one's."""
         self.pgid = 0
         self.kill_at: float | None = None
         self.killed = False
@@ -157,12 +161,19 @@ class Supervisor:
 
     def _spawn(self, log_fd: int) -> list[subprocess.Popen[bytes]] | str:
         procs: list[subprocess.Popen[bytes]] = []
+        identity: dict[str, Any] = {}
+        account = self.account
+        if account is not None:
+            # The replicas drop to the owner's account, groups included, between fork and exec.
+            identity = {"user": int(account["uid"]), "group": int(account["gid"])}
+            identity["extra_groups"] = [int(g) for g in account["groups"]]
         for replica in self.replicas:
             env = dict(os.environ)
             env.update({str(k): str(v) for k, v in replica["env"].items()})
             try:
                 proc = subprocess.Popen(
                     self.argv,
+                    **identity,
                     env=env,
                     cwd=self.workdir,
                     stdin=subprocess.DEVNULL,
