@@ -94,3 +94,5 @@ class Health(BaseModel):
     status: str
     time: int
     database: bool
+    run_as: str = "single-user"
+    """Whose Unix account jobs run as: `owner` (each job its owner's) or `single-user` (the server's own)."""

@@ -1,6 +1,6 @@
 """The configuration's schema: pydantic models of every section of an Allotment YAML file.
 
-Owns: the shape of `credits`, `fleet`, `budgets`, `users`, `period`, `policy` and `windows`, their per-field
+Owns: the shape of `credits`, `fleet`, `budgets`, `users`, `period`, `policy`, `windows` and `run_as`, their per-field
 rules (unknown keys are errors), and read-only helpers over the validated data (look-ups, the budget tree,
 memberships, period boundaries).
 
@@ -28,6 +28,7 @@ from allotment.config.fields import (
     Price,
     Rate,
     Timestamp,
+    UnixAccount,
 )
 from allotment.core.model import FULL_PRICE, PolicyConfig
 
@@ -203,6 +204,25 @@ class WindowConfig(_Model):
     end: Timestamp
 
 
+class RunAsMode(StrEnum):
+    OWNER = "owner"
+    SINGLE_USER = "single-user"
+    AUTO = "auto"
+
+
+class RunAs(_Model):
+    """Whose Unix account a job runs as (docs/security-runas.md).
+
+    `owner`: each job runs as its owner's account (the user's name, or `accounts[user]`); the server must be
+    privileged (root) and a user with no account cannot submit. `single-user`: every job runs as the server's own
+    account (a laptop, the demo); the server says so at start-up and in /health. `auto`: owner when the server is
+    privileged, single-user otherwise."""
+
+    mode: RunAsMode = RunAsMode.SINGLE_USER
+    accounts: dict[Name, UnixAccount] = Field(default_factory=dict)
+    """Allotment user → Unix account, for users whose account is not named like them."""
+
+
 class AllotmentConfig(_Model):
     """A whole, validated configuration. Build it with `load_config` or `parse_config`, which also check the
     rules that span sections."""
@@ -215,6 +235,7 @@ class AllotmentConfig(_Model):
     period: Period
     policy: Policy = Field(default_factory=Policy)
     windows: tuple[WindowConfig, ...] = ()
+    run_as: RunAs = Field(default_factory=RunAs)
 
     def budget(self, name: str) -> BudgetConfig:
         for budget in self.budgets:

@@ -338,6 +338,8 @@ class Health(Model):
     status: str
     time: int
     database: bool
+    run_as: str = "single-user"
+    """`owner` (each job runs as its owner's Unix account) or `single-user` (as the server's own)."""
 
 
 class Problem(Model):

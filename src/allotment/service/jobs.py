@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 from allotment.config.errors import Loc
 from allotment.config.limits import MAX_REQUEST_ID
 from allotment.core.model import ContractClass, JobKind, PolicyConfig
+from allotment.executors.accounts import NoAccount
 from allotment.ledger import INFRASTRUCTURE, EntryKind
 from allotment.service.context import Context
 from allotment.service.errors import (
@@ -213,6 +214,10 @@ def _submission(
     """The store's record of a checked request; raises Invalid or Forbidden for a request that may not be made."""
     spec, principal = req.doc.value, req.principal
     key = _request_key(principal, req.request_id)
+    try:
+        ctx.run_as.require(principal.user)  # owner mode: a job runs as its owner, so the owner needs an account
+    except NoAccount as exc:
+        raise Invalid.of("user", exc.message) from None
     problems = _check_spec(ctx, principal, req.doc, parents, known, shapes)
     if problems:
         raise Invalid("the job spec is invalid: " + "; ".join(str(p) for p in problems), problems)

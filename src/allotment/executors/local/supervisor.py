@@ -1,10 +1,12 @@
 """The supervisor of one attempt of the local executor: a small process that outlives the server.
 
-Owns: starting the attempt's argument vector (never through a shell) in its own process group, recording the
-job's pids, forwarding termination (SIGTERM now, SIGKILL at the recorded deadline), copying each replica's
-output from a pipe into log files that it alone opens and writes (the job never sees a path to them), and
-writing the exit record atomically into the attempt's state directory. Also owns the names of the files in that
-directory and the helpers that read and write them, which the executor imports from here.
+Owns: starting the attempt's argument vector (never through a shell) in its own process group, as the account
+spec.json names when it names one (owner mode: uid, gid and every group of the job's owner; the executor puts
+its HOME, USER, LOGNAME and SHELL into each replica's env), recording the job's pids, forwarding termination
+(SIGTERM now, SIGKILL at the recorded deadline), copying each replica's output from a pipe into log files that it
+alone opens and writes (the job never sees a path to them), and writing the exit record atomically into the
+attempt's state directory. Also owns the names of the files in that directory and the helpers that read and write
+them, which the executor imports from here.
 
 Must not: import anything but the standard library. The executor runs this file by path with `python -I`, so
 it works with no package on sys.path; nor may it decide anything: it runs what spec.json says.
@@ -257,6 +259,8 @@ class Supervisor:
         self.workdir: str = str(spec["workdir"])
         self.grace: int = int(spec["grace"])
         self.replicas: list[dict[str, Any]] = list(spec["replicas"])
+        self.account: dict[str, Any] | None = spec.get("account")
+        """Owner mode: the Unix account (uid, gid, groups, home, shell) every replica runs as; None: this one's."""
         self.pgid = 0
         self.kill_at: float | None = None
         self.killed = False
@@ -301,6 +305,12 @@ class Supervisor:
 
     def _spawn(self, output: Output) -> list[subprocess.Popen[bytes]] | str:
         procs: list[subprocess.Popen[bytes]] = []
+        identity: dict[str, Any] = {}
+        account = self.account
+        if account is not None:
+            # The replicas drop to the owner's account, groups included, between fork and exec.
+            identity = {"user": int(account["uid"]), "group": int(account["gid"])}
+            identity["extra_groups"] = [int(g) for g in account["groups"]]
         for rank, replica in enumerate(self.replicas):
             env = dict(os.environ)
             env.update({str(k): str(v) for k, v in replica["env"].items()})
@@ -309,6 +319,7 @@ class Supervisor:
             try:
                 proc = subprocess.Popen(
                     self.argv,
+                    **identity,
                     env=env,
                     cwd=self.workdir,
                     stdin=subprocess.DEVNULL,
