@@ -211,7 +211,7 @@ class RunAsMode(StrEnum):
 
 
 class RunAs(_Model):
-    """Whose Unix account a job runs as (docs/security-runas.md).
+    """Whose Unix account a job runs as (docs/security.md).
 
     `owner`: each job runs as its owner's account (the user's name, or `accounts[user]`); the server must be
     privileged (root) and a user with no account cannot submit. `single-user`: every job runs as the server's own

@@ -86,7 +86,7 @@ class Settings:
     max_body_bytes: int = field(default_factory=_body_limit_env)
     """Largest request body the API reads (413 beyond). Default 1 MiB (config.limits), or $ALLOT_MAX_BODY_BYTES."""
     run_as: str | None = None
-    """Overrides the configuration's run_as.mode: owner, single-user or auto (docs/security-runas.md)."""
+    """Overrides the configuration's run_as.mode: owner, single-user or auto (docs/security.md)."""
     jobs_dir: Path | None = None
     """Owner mode: the root of the jobs' own directories (`<jobs_dir>/<account>/`, each 0700 and owned by its
     account; default: `<data dir>-jobs` beside the data directory, which no job can reach)."""
