@@ -21,7 +21,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.leftovers import end, stray_slurm_steps
+
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "slurm-cluster"
+LEASED_CONFS: set[str] = set()
+"""slurm.conf paths of the clusters this process leased: tests/conftest.py looks for their stray slurmstepds."""
 
 
 def unavailable(why: str) -> None:
@@ -108,8 +112,10 @@ def leased_cluster(
                 lease.touch()
                 break
         time.sleep(1.0)
+    conf = started.stdout.strip().splitlines()[-1]
+    LEASED_CONFS.add(conf)
     try:
-        yield started.stdout.strip().splitlines()[-1]
+        yield conf
     finally:
         with _locked(state_dir):
             lease.unlink(missing_ok=True)
@@ -123,3 +129,25 @@ def leased_cluster(
                     run_script(env, "stop")
                     run_script(env, "start", "--nodes", nodes, "--mode", old)
                     restore.unlink(missing_ok=True)
+
+
+def end_steps(conf: str, timeout: float = 30.0) -> list[int]:
+    """For a cluster a test owns, after it cancelled every job: wait (up to `timeout` s) until the cluster has no
+    job left, then SIGKILL every slurmstepd still running for it — a step whose node was set DOWN, or whose slurmd
+    or controller went away under it, outlives its job, and it ignores SIGTERM. Returns the pids it ended."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        jobs = subprocess.run(
+            ["squeue", "-h", "-o", "%i"],
+            env={**os.environ, "SLURM_CONF": conf},
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        if jobs.returncode != 0 or not jobs.stdout.strip():
+            break
+        time.sleep(0.5)
+    strays = stray_slurm_steps([conf], every=True)
+    end(strays)
+    return [s.pid for s in strays]

@@ -69,8 +69,9 @@ class Api:
 def make_api(db: Engine, tmp_path: Path, *, open_login: bool = False) -> Api:
     rig = Rig(db)
     wake = threading.Event()
-    # Tests here issue many tokens per user; the per-user issuance limit has its own tests (test_limits_per_user).
-    settings = Settings(config=SMALL, data_dir=tmp_path, token_rate=0)
+    # Tests here issue many tokens and submit in bursts per user; the per-user limits have their own tests
+    # (test_limits_per_user.py, tests/ops/test_rate_limit.py), so a burst never turns into a 429 here.
+    settings = Settings(config=SMALL, data_dir=tmp_path, token_rate=0, submit_rate=0)
     app = create_app(rig.sessions, settings, wake, rig.clock.now, open_login=open_login)
     ctx = app.state.context
     api = Api(rig, TestClient(app, base_url="http://127.0.0.1"), ctx, wake)  # an allowed Host with open login

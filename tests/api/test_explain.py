@@ -48,7 +48,15 @@ def test_logs_follow_the_output_of_a_real_process_by_offset(api: Api, tmp_path: 
     script = "import sys\nfor i in range(5): print(f'step {i} loss 0.{9 - i} ✓')\nsys.stdout.flush()"
     job = api.submit("ben", "pretrain", command=[sys.executable, "-c", script], resources={"gpus": 1})
     empty = api.call("GET", f"/jobs/{job}/logs", "ben").json()
-    assert empty == {"job_id": job, "attempt": None, "offset": 0, "next_offset": 0, "data": "", "complete": False}
+    assert empty == {
+        "job_id": job,
+        "attempt": None,
+        "replica": None,
+        "offset": 0,
+        "next_offset": 0,
+        "data": "",
+        "complete": False,
+    }
     deadline = time.monotonic() + 60
     while api.call("GET", f"/jobs/{job}", "ben").json()["state"] != "completed":
         assert time.monotonic() < deadline, "the job did not finish"

@@ -49,7 +49,25 @@ def test_submit_a_yaml_spec_then_status_and_logs(allot: Allot, tmp_path: Path) -
     assert allot("ben", "logs", "-f", job["id"]).stdout == "hello from 7\n"
     [chunk] = [json.loads(line) for line in allot("ben", "logs", job["id"], "--json").stdout.splitlines()]
     assert chunk["complete"] and chunk["data"] == "hello from 7\n"
-    assert allot("dana", "status", job["id"], code=1).stderr  # another budget's job: 403
+    assert allot("dana", "status", job["id"], code=4).stderr  # another budget's job: 403
+
+
+def test_logs_of_a_gang_are_labelled_by_replica_and_one_replica_can_be_shown(allot: Allot, tmp_path: Path) -> None:
+    code = "import os; r = os.environ['ALLOT_REPLICA']; [print(f'replica {r} step {i}', flush=True) for i in range(2)]"
+    spec = tmp_path / "gang.yaml"
+    spec.write_text(
+        f"name: gang\nbudget: pretrain\ncommand: [{PY}, -c, {json.dumps(code)}]\nresources: {{gpus: 8, replicas: 2}}\n",
+        encoding="utf-8",
+    )
+    job = allot.json("ben", "submit", str(spec))["job"]["id"]
+    assert ended(allot, "ben", job) == "completed"
+    lines = allot("ben", "logs", job).stdout.splitlines()
+    assert sorted(lines) == [f"{r}: replica {r} step {i}" for r in (0, 1) for i in range(2)]
+    assert allot("ben", "logs", "-f", job, "--replica", "1").stdout == "replica 1 step 0\nreplica 1 step 1\n"
+    [chunk] = [json.loads(line) for line in allot("ben", "logs", job, "--replica", "0", "--json").stdout.splitlines()]
+    assert chunk["replica"] == 0 and chunk["complete"] and chunk["data"] == "replica 0 step 0\nreplica 0 step 1\n"
+    refused = allot("ben", "logs", job, "--replica", "2", code=2)
+    assert "replica" in refused.stderr and "between 0 and 1" in refused.stderr
 
 
 def test_a_bad_spec_is_rejected_with_field_and_line(allot: Allot, tmp_path: Path) -> None:
@@ -123,8 +141,8 @@ def test_why_then_cancel(allot: Allot) -> None:
     assert "waits" in shown and "needs 32" in shown and "limit of 24" in shown
     assert "cancel requested" in allot("ben", "cancel", job_id).stdout
     assert ended(allot, "ben", job_id) == "cancelled"
-    assert allot("ben", "why", job_id, code=1).stderr  # no longer pending: 404
-    assert allot("ben", "cancel", job_id, code=1).stderr  # already finished: 409
+    assert allot("ben", "why", job_id, code=3).stderr  # no longer pending: 404
+    assert allot("ben", "cancel", job_id, code=5).stderr  # already finished: 409
 
 
 def test_session_waits_until_started_and_says_how_to_attach(allot: Allot) -> None:
@@ -161,7 +179,7 @@ def test_budget_tree_show_and_plans(allot: Allot, tmp_path: Path) -> None:
     other = tmp_path / "vision.yaml"
     other.write_text(f"period: {tree['period']}\nbudgets:\n  - name: detection\n    allocation: 1\n", "utf-8")
     # ben leads language, not vision
-    assert allot("ben", "budget", "plan", "apply", str(other), "--why", "x", code=1).stderr
+    assert allot("ben", "budget", "plan", "apply", str(other), "--why", "x", code=4).stderr
     broken = tmp_path / "broken.yaml"
     broken.write_text(f"period: {tree['period']}\nbudgets:\n  - name: finetune\n    alocation: 1\n", "utf-8")
     assert "line 4" in allot("ada", "budget", "plan", "diff", str(broken), code=2).stderr
@@ -177,9 +195,9 @@ def test_nodes_cordon_drain_resume(allot: Allot) -> None:
     assert [n["name"] for n in allot.json("fay", "node", "list", "--state", "draining")] == ["lab-h100-0003"]
     assert "empty by" in allot("fay", "node", "drain", "lab-h100-0003").stdout
     assert "ready" in allot("fay", "node", "resume", "lab-h100-0003").stdout
-    assert allot("ben", "node", "drain", "lab-h100-0003", code=1).stderr  # not an operator: 403
-    assert allot("fay", "node", "drain", "lab-h100-0003", "--force", code=1).stderr  # forced: administrators only
-    assert allot("fay", "node", "cordon", "no-such-node", code=1).stderr
+    assert allot("ben", "node", "drain", "lab-h100-0003", code=4).stderr  # not an operator: 403
+    assert allot("fay", "node", "drain", "lab-h100-0003", "--force", code=4).stderr  # forced: administrators only
+    assert allot("fay", "node", "cordon", "no-such-node", code=3).stderr
 
 
 def test_login_saves_a_token_that_later_commands_use(allot: Allot, live: LiveServer) -> None:
@@ -191,19 +209,19 @@ def test_login_saves_a_token_that_later_commands_use(allot: Allot, live: LiveSer
     without_env = {"ALLOT_TOKEN": None, "ALLOT_URL": None}
     assert allot.json(None, "whoami", env=without_env)["user"] == "ben"
     assert "member" in allot(None, "whoami", env=without_env).stdout
-    assert allot(None, "login", "--user", "dana", env=without_env, code=1)  # ben cannot log in as dana
+    assert allot(None, "login", "--user", "dana", env=without_env, code=4)  # ben cannot log in as dana
     saved = allot.json(None, "login", "--token", live.tokens["dana"], env=without_env)
     assert saved["user"] == "dana"
     assert allot.json(None, "whoami", env=without_env)["user"] == "dana"
-    assert allot(None, "login", "--user", "nobody", env=anonymous, code=1).stderr  # not a configured user: 404
+    assert allot(None, "login", "--user", "nobody", env=anonymous, code=4).stderr  # as dana (saved): 403
 
 
 def test_exit_codes_without_a_server_or_a_valid_token(allot: Allot) -> None:
-    unreachable = allot("ben", "queue", env={"ALLOT_URL": "http://127.0.0.1:9"}, code=1)
+    unreachable = allot("ben", "queue", env={"ALLOT_URL": "http://127.0.0.1:9"}, code=6)
     assert "cannot reach" in unreachable.stderr
-    bad = allot(None, "queue", env={"ALLOT_TOKEN": "allot_not-a-token"}, code=1)
+    bad = allot(None, "queue", env={"ALLOT_TOKEN": "allot_not-a-token"}, code=4)
     assert "allot login" in bad.stderr
-    assert allot("ben", "status", "j-000000000000", code=1).stderr
+    assert allot("ben", "status", "j-000000000000", code=3).stderr
     usage = allot.json("ada", "usage")
     assert usage["periods"] and all(r["net_micro"] >= 0 for r in usage["rows"])
     assert "Usage, periods" in allot("ada", "usage", "--budget", "language").stdout
@@ -220,3 +238,10 @@ def test_the_installed_console_script(live: LiveServer) -> None:
     module = subprocess.run([sys.executable, "-m", "allotment.cli", "whoami"], env=env, capture_output=True,
                             text=True, timeout=60, check=False)  # fmt: skip
     assert module.returncode == 0 and "ada" in module.stdout
+
+
+def test_node_list_shows_each_clusters_session_room(allot: Allot) -> None:
+    """`allot node list` ends with the session room the engine's last cycle sized for each cluster (decision 54)."""
+    wait_for(lambda: "session room" in allot("ben", "node", "list").stdout, "the engine's first cycle")
+    out = allot("ben", "node", "list").stdout
+    assert "session room  lab:" in out and "GPUs kept for sessions" in out and "floor 8" in out

@@ -39,4 +39,4 @@ def test_run_queue_status_logs_session_budgets_and_nodes(allot: Allot, tmp_path:
     assert pretrain["used_micro"] > 0 and pretrain["remaining_micro"] < pretrain["allocation_micro"]
     assert allot.json("fay", "node", "drain", "lab-h100-0001", "--why", "pg")["node"]["state"] == "draining"
     assert allot.json("fay", "node", "resume", "lab-h100-0001")["state"] == "ready"
-    assert "login" in allot(None, "queue", env={"ALLOT_TOKEN": "allot_bad"}, code=1).stderr
+    assert "login" in allot(None, "queue", env={"ALLOT_TOKEN": "allot_bad"}, code=4).stderr

@@ -22,6 +22,7 @@ from allotment.core.model import (
     Reservation,
     Run,
     RunClass,
+    SessionRoom,
     Snapshot,
 )
 
@@ -46,6 +47,7 @@ class World:
         self.reservations: list[Reservation] = []
         self.rates = dict(DEFAULT_RATES)
         self.pol = PolicyConfig(default_headroom=0, min_slice=1800, max_slice=8 * HOUR)
+        self.rooms: dict[str, SessionRoom] = {}
 
     # -- fleet -------------------------------------------------------------------------------------------------
     def cluster(
@@ -61,6 +63,11 @@ class World:
 
     def node_state(self, name: str, state: NodeState, forced: bool = False) -> World:
         self.nodes = [replace(n, state=state, forced=forced) if n.name == name else n for n in self.nodes]
+        return self
+
+    def room(self, cluster: str, gpus: int, whole: int = 0) -> World:
+        """The cluster's session room as the shell would size it (Snapshot.room)."""
+        self.rooms[cluster] = SessionRoom(gpus, whole)
         return self
 
     def policy(self, **kw: Any) -> World:
@@ -148,6 +155,7 @@ class World:
             windows=tuple(self.windows),
             reservations=tuple(self.reservations),
             policy=self.pol,
+            room=dict(self.rooms),
         )
 
 

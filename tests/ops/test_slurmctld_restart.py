@@ -24,7 +24,7 @@ import pytest
 from allotment.executors.slurm.cli import SlurmCli, job_state
 from tests.integration.support import SLURM_LOCAL
 from tests.ops.servers import ServerProcess, start_server, wait_for
-from tests.slurm_cluster import leased_cluster, pid_alive
+from tests.slurm_cluster import end_steps, leased_cluster, pid_alive
 
 OPS_DIR = Path(os.environ.get("ALLOT_SLURM_OPS_DIR", "/tmp/allot-slurm-ops"))
 OPS_PORT = os.environ.get("ALLOT_SLURM_OPS_PORT", "17400")
@@ -165,6 +165,9 @@ def test_server_rides_out_a_slurmctld_restart_and_refunds_work_lost_to_a_down_no
         if not slurmctld_up(slurm_conf):  # the test failed while it was away: leave a working cluster
             start_slurmctld(slurm_conf)
             wait_for(lambda: slurmctld_up(slurm_conf), 30, "slurmctld to answer again")
-        cli.scancel("--user", "root")  # this cluster is the test's own: leave no job behind
         if downed is not None:
             cli.scontrol("update", f"NodeName={downed}", "State=RESUME", check=False)
+        cli.scancel("--user", "root")  # this cluster is the test's own: leave no job behind
+        # nor a step: the steps of the runs on the DOWN node outlive their runs (Slurm requeued the jobs elsewhere
+        # without reaching that node's slurmd), and slurmstepd ignores SIGTERM
+        end_steps(slurm_conf)

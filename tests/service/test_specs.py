@@ -19,14 +19,14 @@ def test_a_full_spec_parses_with_durations_and_a_split_command() -> None:
     )
     assert spec.command == ["python", "eval.py", "--split", "val 2"]
     assert (spec.resources.gpus, spec.resources.replicas, spec.total_gpus) == (2, 3, 6)
-    assert spec.contract.contract_class is ContractClass.OPPORTUNISTIC and spec.slice_seconds == 5400
+    assert spec.contract.contract_class is ContractClass.OPPORTUNISTIC and spec.contract.slice == 5400
     assert (spec.priority, spec.grace, spec.max_runtime, spec.requeue) == (-3, 90, 172800, False)
     assert spec.kind is JobKind.BATCH and spec.workdir == "/scratch"
 
 
-def test_defaults_are_one_gpu_guaranteed_for_an_hour() -> None:
+def test_defaults_are_one_gpu_guaranteed_with_the_slice_and_grace_left_to_the_policy() -> None:
     spec = spec_from_data({"budget": "x", "command": ["run"]}).value
-    assert (spec.total_gpus, spec.slice_seconds, spec.grace, spec.requeue) == (1, 3600, 60, True)
+    assert (spec.total_gpus, spec.contract.slice, spec.grace, spec.requeue) == (1, None, None, True)
     assert spec.contract.contract_class is ContractClass.GUARANTEED and spec.env == {}
 
 

@@ -3,6 +3,8 @@ members, refused to others."""
 
 from __future__ import annotations
 
+import sys
+
 from playwright.sync_api import expect
 
 from tests.sdk.live import wait_for
@@ -30,3 +32,18 @@ def test_a_member_of_another_budget_is_refused_a_jobs_page(dashboard: Dashboard)
     job = dashboard.submit("dana", "detection", command=["true"], resources={"gpus": 1})
     page = dashboard.login("chen", f"/jobs/{job}")
     expect(page.locator("#page-error")).to_contain_text("may not see job")
+
+
+def test_a_gangs_output_is_labelled_and_one_replica_can_be_chosen(dashboard: Dashboard) -> None:
+    code = "import os; r = os.environ['ALLOT_REPLICA']; print(f'hello from replica {r}', flush=True)"
+    job = dashboard.submit(
+        "dana", "detection", command=[sys.executable, "-c", code], resources={"gpus": 8, "replicas": 2}
+    )
+    wait_for(lambda: dashboard.api("dana", "GET", f"/jobs/{job}").json()["state"] == "completed", f"{job} done")
+
+    page = dashboard.login("dana", f"/jobs/{job}")
+    logs = page.locator("#logs")
+    expect(logs).to_contain_text("0: hello from replica 0")
+    expect(logs).to_contain_text("1: hello from replica 1")
+    page.locator("#logs-replica").select_option("1")
+    expect(logs).to_have_text("hello from replica 1\n")

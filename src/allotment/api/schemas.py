@@ -36,7 +36,10 @@ class SubmitRequest(_Body):
 class SessionBody(_Body):
     budget: Name
     gpus: GpuCount = 1
-    length: Duration = 3600
+    length: Duration | None = None
+    """How long the session holds its GPUs (default: the policy's default_slice, at most session_max_length)."""
+    grace: Duration | None = None
+    """SIGTERM → SIGKILL notice when it ends (default: the policy's default_grace, at most max_grace)."""
     command: Annotated[list[Argument], Field(min_length=1, max_length=MAX_ARGS)] | None = None
     name: Name | None = None
     gpu_types: list[Name] = Field(default_factory=list, max_length=MAX_CHOICES)
@@ -91,3 +94,5 @@ class Health(BaseModel):
     status: str
     time: int
     database: bool
+    run_as: str = "single-user"
+    """Whose Unix account jobs run as: `owner` (each job its owner's) or `single-user` (the server's own)."""

@@ -68,6 +68,7 @@ def attach_api(
         config=server.built.config,
         open_login=open_login,
         allowed_hosts=allowed_hosts(host, settings.allowed_hosts),
+        run_as=server.built.run_as,
     )
     web = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=web.run, name="allotment-api", daemon=True)

@@ -19,7 +19,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from allotment.cli.common import EXIT_API, EXIT_INPUT, err, out
+from allotment.cli.common import EXIT_CONFLICT, EXIT_INPUT, err, out
 
 admin_app = typer.Typer(help="Administration on the server's host (direct database access, no HTTP).")
 
@@ -83,7 +83,7 @@ def admin_token(
         new = bootstrap_admin_token(ctx, user, name=name, ttl=lifetime)
     except ServiceError as error:  # not configured, not an administrator, or already at the cap on live tokens
         err.print(f"✗ {escape(error.message)}")
-        raise typer.Exit(EXIT_API if isinstance(error, Conflict) else EXIT_INPUT) from None
+        raise typer.Exit(EXIT_CONFLICT if isinstance(error, Conflict) else EXIT_INPUT) from None
     finally:
         engine.dispose()
     err.print(f"token {new.token.id} for {user} (administrator), expires at {new.token.expires_at}; shown once:")

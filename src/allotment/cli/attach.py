@@ -20,6 +20,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from allotment.executors.local import sessions
 from allotment.executors.local import supervisor as sv
@@ -48,15 +49,29 @@ def attach(
 ) -> AttachResult:
     """Run `command` (default: the user's shell) in the session's environment until it exits or the session
     leaves. Raises sessions.AttachError when the job cannot be attached to."""
-    d = sessions.running_attempt(state_dir, job_id)
-    ctx = sessions.session_context(d)
+    try:
+        d = sessions.running_attempt(state_dir, job_id)
+        ctx = sessions.session_context(d)
+    except PermissionError as exc:
+        raise sessions.AttachError(
+            f"{exc.filename} belongs to the server's account (owner mode): attach as it, e.g. `sudo allot attach "
+            f"{job_id}`; the client then runs as the session's owner"
+        ) from None
     argv = command if command else default_shell()
     tty = interactive if interactive is not None else not command
     env = sessions.client_environment(ctx, os.environ)
+    identity: dict[str, Any] = {}
+    account = ctx.account
+    if account is not None and os.geteuid() != int(account["uid"]):
+        # Owner mode: the client runs as the session's owner, never as the (privileged) account attaching it.
+        identity = {"user": int(account["uid"]), "group": int(account["gid"])}
+        identity["extra_groups"] = [int(g) for g in account["groups"]]
+        if not command:
+            argv = [account["shell"] or "/bin/sh"]
     with sessions.client_lease(d, getpass.getuser()):
         # An interactive shell stays in the terminal's foreground process group; a command gets its own group so
         # that everything it starts can be ended with it.
-        child = subprocess.Popen(argv, env=env, cwd=ctx.workdir, process_group=None if tty else 0)
+        child = subprocess.Popen(argv, env=env, cwd=ctx.workdir, process_group=None if tty else 0, **identity)
         return _watch(child, d, tty)
 
 

@@ -24,6 +24,9 @@ from allotment.core.jobstate import FINAL
 from allotment.sdk import Client
 from allotment.sdk import models as m
 
+SLICE_DEFAULT = "Default: the server's policy (default_slice within min_slice…max_slice; the reply shows it)."
+LENGTH_DEFAULT = "Default: the server's policy (default_slice, at most session_max_length)."
+GRACE_DEFAULT = "Default: the server's policy (default_grace, at most max_grace; the reply shows it)."
 ATTACH_HINT = "allot attach {job} --data-dir <the server's data directory>   (on the server's host)"
 
 
@@ -49,7 +52,7 @@ def _submitted(result: m.Submitted, as_json: bool) -> None:
     verb = "submitted" if result.created else "already submitted (same request id)"
     out.print(f"[green]✓[/green] {verb} [bold]{job.id}[/bold] {escape(job.name)}: {render.gpus(job)} GPUs from "
               f"{job.budget}, {job.contract}" + (f", slice {render.ago(job.slice_seconds)}" if job.contract ==
-              "guaranteed" else ""))  # fmt: skip
+              "guaranteed" else "") + f", grace {render.ago(job.grace)}")  # fmt: skip
     out.print(f"  [dim]allot status {job.id} · allot why {job.id} · allot logs -f {job.id}[/dim]")
 
 
@@ -61,13 +64,17 @@ def run(
     gpus: Annotated[int, typer.Option("--gpus", "-g", min=1, help="GPUs per replica.")] = 1,
     replicas: Annotated[int, typer.Option("--replicas", "-r", min=1, help="Replicas of a gang (all or none).")] = 1,
     name: Annotated[str | None, typer.Option("--name", help="Job name (default: the command's name).")] = None,
-    slice_: Annotated[str | None, typer.Option("--slice", help="Run slice asked for, e.g. 30m, 2h.")] = None,
+    slice_: Annotated[
+        str | None, typer.Option("--slice", help=f"Run slice asked for, e.g. 30m, 2h. {SLICE_DEFAULT}")
+    ] = None,
     opportunistic: Annotated[bool, typer.Option("--opportunistic", help="Run on idle capacity, cheaper.")] = False,
     fallback: Annotated[
         bool, typer.Option("--fallback", help="Run opportunistically while the budget cannot fund a slice.")
     ] = False,
     priority: Annotated[int, typer.Option("--priority", help="Order within the budget only (-1000…1000).")] = 0,
-    grace: Annotated[str | None, typer.Option("--grace", help="SIGTERM → SIGKILL notice, e.g. 2m.")] = None,
+    grace: Annotated[
+        str | None, typer.Option("--grace", help=f"SIGTERM → SIGKILL notice, e.g. 2m. {GRACE_DEFAULT}")
+    ] = None,
     gpu_type: Annotated[list[str] | None, typer.Option("--gpu-type", help="Allowed GPU type (repeat).")] = None,
     cluster: Annotated[list[str] | None, typer.Option("--cluster", help="Allowed cluster (repeat).")] = None,
     env: Annotated[list[str] | None, typer.Option("--env", "-e", help="KEY=VALUE for the job (repeat).")] = None,
@@ -120,7 +127,10 @@ def _name_of(program: str) -> str:
 def session(
     budget: Annotated[str, typer.Option("--budget", "-b", help="The leaf budget that pays.")],
     gpus: Annotated[int, typer.Option("--gpus", "-g", min=1, help="GPUs (within the session limit).")] = 1,
-    length: Annotated[str, typer.Option("--length", "-l", help="How long to hold them, e.g. 30m, 2h.")] = "1h",
+    length: Annotated[
+        str | None, typer.Option("--length", "-l", help=f"How long to hold them, e.g. 30m, 2h. {LENGTH_DEFAULT}")
+    ] = None,
+    grace: Annotated[str | None, typer.Option("--grace", help=f"SIGTERM → SIGKILL notice. {GRACE_DEFAULT}")] = None,
     name: Annotated[str | None, typer.Option("--name", help="Session name.")] = None,
     gpu_type: Annotated[list[str] | None, typer.Option("--gpu-type", help="Allowed GPU type (repeat).")] = None,
     cluster: Annotated[list[str] | None, typer.Option("--cluster", help="Allowed cluster (repeat).")] = None,
@@ -131,7 +141,7 @@ def session(
     """Request an interactive session, wait until it has started, and show how to attach."""
     with api_call(), client() as api:
         requested = api.request_session(
-            budget, gpus=gpus, length=length, name=name, gpu_types=gpu_type or [], clusters=cluster or []
+            budget, gpus=gpus, length=length, grace=grace, name=name, gpu_types=gpu_type or [], clusters=cluster or []
         )
         job_id, started = requested.job.id, time.monotonic()
         current = requested
@@ -283,11 +293,16 @@ def logs(
     attempt: Annotated[int | None, typer.Option("--attempt", help="Which attempt (default: the latest).")] = None,
     offset: Annotated[int, typer.Option("--offset", min=0, help="Start at this byte.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the chunks as JSON lines.")] = False,
+    replica: Annotated[
+        int | None,
+        typer.Option("--replica", min=0, help="Only this replica's output (default: every replica, lines labelled)."),
+    ] = None,
 ) -> None:
-    """Print a job's output; with -f, follow it until the attempt ends (Ctrl-C stops following)."""
+    """Print a job's output; with -f, follow it until the attempt ends (Ctrl-C stops following). A gang's lines are
+    labelled with their replica (`0: `, `1: `…); --replica N prints only replica N's output, unlabelled."""
     with api_call(), client() as api:
         try:
-            for chunk in api.follow_logs(job, offset=offset, attempt=attempt, follow=follow):
+            for chunk in api.follow_logs(job, offset=offset, attempt=attempt, follow=follow, replica=replica):
                 if as_json:
                     typer.echo(chunk.model_dump_json())  # one JSON object per line
                 else:

@@ -217,6 +217,14 @@ def server_command(
             help="Largest request body the API reads; a larger one gets 413 (default 1 MiB, or $ALLOT_MAX_BODY_BYTES).",
         ),
     ] = None,
+    run_as: Annotated[
+        str | None,
+        typer.Option(
+            "--run-as",
+            help="Whose Unix account jobs run as: owner (each job its owner's; needs root), single-user (the "
+            "server's own) or auto (owner when root). Default: the configuration's run_as.mode (single-user).",
+        ),
+    ] = None,
 ) -> None:
     """Run the scheduler and its HTTP API: migrate and seed the database, then cycle until SIGTERM or Ctrl-C."""
     import logging
@@ -227,6 +235,8 @@ def server_command(
     from allotment.cli.admin import private_files
     from allotment.engine.server import Server, serve
     from allotment.engine.setup import Settings
+    from allotment.engine.setup import run_as as resolve_run_as
+    from allotment.executors.accounts import RunAsError
     from allotment.ops.hardening import ANY, is_loopback
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -234,7 +244,7 @@ def server_command(
     if path is None:
         Console(stderr=True).print("[red]no configuration given and examples/ai2 not found[/red]")
         raise typer.Exit(code=2)
-    _load(Console(stderr=True), path)
+    cfg = _load(Console(stderr=True), path)
     if open_login and not is_loopback(host):
         Console(stderr=True).print("[red]✗[/red] --open-login lets anyone act as any user: only with a loopback --host")
         raise typer.Exit(code=2)
@@ -251,10 +261,19 @@ def server_command(
         raise typer.Exit(code=2)
     private_files()  # the database holds token hashes and jobs' environments: 0600 files, 0700 folders
     settings = Settings(
-        config=path, data_dir=data_dir, database_url=database_url, executor=executor, allowed_hosts=hosts
+        config=path, data_dir=data_dir, database_url=database_url, executor=executor, allowed_hosts=hosts, run_as=run_as
     )
     if max_body_bytes is not None:
         settings = replace(settings, max_body_bytes=max_body_bytes)
+    try:
+        mode = resolve_run_as(settings, cfg)
+    except (RunAsError, ValueError) as error:
+        Console(stderr=True).print(f"[red]✗[/red] {error}")
+        raise typer.Exit(code=2) from None
+    if open_login and mode.owner:
+        Console(stderr=True).print("[red]✗[/red] --open-login lets anyone act as any user: not in owner mode")
+        raise typer.Exit(code=2)
+    Console(stderr=True).print(f"Jobs run in {mode.describe()}")
 
     def with_api(server: Server) -> None:
         api = attach_api(server, host, port, settings=settings, open_login=open_login)

@@ -104,10 +104,13 @@ def node_list(
     """Nodes with their state, free GPUs and the jobs on them."""
     with api_call(), client() as api:
         nodes = api.nodes(cluster=cluster, state=state)
+        rooms = [c.room for c in api.fleet(cluster=cluster).clusters if c.room is not None] if not as_json else []
     if as_json:
         dump(nodes)
     else:
         out.print(render.node_table(nodes))
+        for room in rooms:
+            out.print(f"session room  {escape(render.room_text(room))}")
 
 
 @node_app.command("cordon")

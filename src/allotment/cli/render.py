@@ -278,6 +278,8 @@ def why_panel(why: m.Why, name: str = "") -> Panel:
         f"estimated start  {estimate(why.estimated_start)}",
         money,
     ]
+    for r in why.rooms:
+        lines.append(f"session room     {room_text(r)}")
     if why.hints:
         lines.append("would start sooner with:")
         lines += [
@@ -311,6 +313,15 @@ def outlook_lines(why: m.Why) -> list[str]:
         lines.append(f"slice end        {clock(o.slice_end)}")
     lines.append(f"may yield to     {', '.join(o.preemptible_by) or '—'}")
     return lines
+
+
+def room_text(r: m.SessionRoom) -> str:
+    """One cluster's session room and where its size came from."""
+    whole = f", {r.whole} of them on one node" if r.whole else ""
+    return (
+        f"{r.cluster}: {r.gpus} GPUs kept for sessions{whole} (floor {r.floor}, recent demand {r.demand}, "
+        f"largest recent session {r.shape}, ceiling {r.ceiling})"
+    )
 
 
 def session_panel(session: m.Session, attach_hint: str) -> Panel:

@@ -31,6 +31,8 @@ from allotment.config.schema import (
     PeriodLength,
     Policy,
     Role,
+    RunAs,
+    RunAsMode,
     User,
     WindowConfig,
 )
@@ -50,6 +52,8 @@ __all__ = [
     "Policy",
     "Problem",
     "Role",
+    "RunAs",
+    "RunAsMode",
     "User",
     "WindowConfig",
     "core_budgets",

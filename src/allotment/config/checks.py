@@ -1,9 +1,9 @@
 """Rules that span sections or list items of a configuration whose fields are individually valid.
 
-Owns: uniqueness of names, references between sections (members → users, budgets → parents, windows → budgets
-and pools, headroom → clusters, GPU types → rates), the budget tree's shape (no cycles, a parent's allocation
-covers its children's), fleet topology rules, per-node overrides, and capacity-window bounds (a pool is never
-booked beyond its size at any instant).
+Owns: uniqueness of names, references between sections (members and run_as.accounts → users, budgets → parents,
+windows → budgets and pools, headroom → clusters, GPU types → rates), the budget tree's shape (no cycles, a parent's
+allocation covers its children's), fleet topology rules, per-node overrides, and capacity-window bounds (a pool is
+never booked beyond its size at any instant).
 
 Must not: read files or know about YAML; every complaint is a data path (`Loc`) and a reason, and the loader
 maps paths to lines.
@@ -37,6 +37,10 @@ def _duplicates(items: Iterable[str], prefix: Loc, key: str, what: str) -> list[
 def check_users(cfg: AllotmentConfig) -> list[Complaint]:
     out = _duplicates((u.name for u in cfg.users), ("users",), "name", "user name")
     out += _duplicates((u.email.lower() for u in cfg.users), ("users",), "email", "email")
+    names = {u.name for u in cfg.users}
+    for user in cfg.run_as.accounts:
+        if user not in names:
+            out.append((("run_as", "accounts", user), f"unknown user '{user}' (map only users listed under users)"))
     return out
 
 
@@ -148,6 +152,11 @@ def check_policy(cfg: AllotmentConfig) -> list[Complaint]:
     for name in policy.headroom:
         if name not in clusters:
             out.append((("policy", "headroom", name), f"unknown cluster '{name}'"))
+    for name in policy.room_ceiling:
+        if name not in clusters:
+            out.append((("policy", "room_ceiling", name), f"unknown cluster '{name}'"))
+    if policy.room_quantile > 1:
+        out.append((("policy", "room_quantile"), "a share of the window's time: at most 1 (0.99 is the p99)"))
     return out
 
 

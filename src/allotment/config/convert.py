@@ -44,6 +44,8 @@ def core_policy(cfg: AllotmentConfig) -> PolicyConfig:
         min_slice=p.min_slice,
         max_slice=p.max_slice,
         max_grace=p.max_grace,
+        default_slice=p.default_slice,
+        default_grace=p.default_grace,
         session_max_gpus=p.session_max_gpus,
         session_max_length=p.session_max_length,
         session_idle_timeout=p.session_idle_timeout,
@@ -55,6 +57,11 @@ def core_policy(cfg: AllotmentConfig) -> PolicyConfig:
         session_price=to_per_mille(p.session_price),
         usage_half_life=p.usage_half_life,
         max_reservations=p.max_reservations,
+        room_window=p.room_window,
+        room_quantile=to_per_mille(p.room_quantile),
+        default_room_ceiling=p.default_room_ceiling,
+        room_ceiling=dict(p.room_ceiling),
+        room_whole_node=p.room_whole_node,
     )
 
 

@@ -1,8 +1,8 @@
 """Field types of the configuration: names, durations, credits, price fractions and timestamps.
 
-Owns: the parsing and exactness rules of single values (durations like `30m`/`8h`/`2d`/`90s` or integer
-seconds; credit amounts as exact decimals with at most six places; prices as fractions exact to a thousandth;
-ISO datetimes with a timezone → Unix seconds).
+Owns: the parsing and exactness rules of single values (names and Unix account names, durations like
+`30m`/`8h`/`2d`/`90s` or integer seconds; credit amounts as exact decimals with at most six places; prices as
+fractions exact to a thousandth; ISO datetimes with a timezone → Unix seconds).
 
 Must not: look at more than one value at a time (cross-field rules live in `checks`), or use binary floats.
 """
@@ -30,6 +30,10 @@ FreeText = Annotated[Text, Field(max_length=MAX_TEXT)]
 """A short free text (a reason, a token's name): no NUL byte, at most MAX_TEXT characters."""
 
 EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
+
+UNIX_ACCOUNT_PATTERN = r"^[a-z_][a-z0-9_.-]*[$]?$"
+UnixAccount = Annotated[str, Field(pattern=UNIX_ACCOUNT_PATTERN, max_length=32)]
+"""A POSIX account name (lower case letters, digits, '_', '.', '-'; at most 32 characters)."""
 
 PositiveInt = Annotated[StrictInt, Field(gt=0, le=MAX_COUNT)]
 NonNegativeInt = Annotated[StrictInt, Field(ge=0, le=MAX_COUNT)]

@@ -1,4 +1,4 @@
-"""Every bound on what a client may send, with its default, in one place (docs/security-input.md lists them).
+"""Every bound on what a client may send, with its default, in one place (docs/security.md lists them).
 
 Owns: the numbers — the request body size (the one limit an operator may change: `Settings.max_body_bytes`, `allot
 server --max-body-bytes`, $ALLOT_MAX_BODY_BYTES), the sizes of what reaches a process (arguments, environment,

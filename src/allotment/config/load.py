@@ -22,7 +22,7 @@ from yaml.nodes import Node
 
 from allotment.config.checks import cross_check
 from allotment.config.errors import ConfigError, Loc, Problem, format_path
-from allotment.config.fields import EMAIL_PATTERN, NAME_PATTERN
+from allotment.config.fields import EMAIL_PATTERN, NAME_PATTERN, UNIX_ACCOUNT_PATTERN
 from allotment.config.schema import AllotmentConfig
 from allotment.config.yamlsource import check_duplicate_keys, compose_path, construct, locate
 
@@ -85,6 +85,8 @@ def _reason(error: ErrorDetails, loc: Loc) -> str:
             return f"{given!r} is not a valid name (letters, digits, '.', '_', '-'; first a letter or digit)"
         if pattern == EMAIL_PATTERN:
             return f"{given!r} is not an email address"
+        if pattern == UNIX_ACCOUNT_PATTERN:
+            return f"{given!r} is not a Unix account name (lower-case letters, digits, '_', '.', '-'; first a letter)"
     if kind in ("too_short", "too_long") and isinstance(given, list | tuple | dict | str):
         return msg
     if kind in ("model_type", "dict_type"):

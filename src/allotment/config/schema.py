@@ -1,6 +1,6 @@
 """The configuration's schema: pydantic models of every section of an Allotment YAML file.
 
-Owns: the shape of `credits`, `fleet`, `budgets`, `users`, `period`, `policy` and `windows`, their per-field
+Owns: the shape of `credits`, `fleet`, `budgets`, `users`, `period`, `policy`, `windows` and `run_as`, their per-field
 rules (unknown keys are errors), and read-only helpers over the validated data (look-ups, the budget tree,
 memberships, period boundaries).
 
@@ -28,6 +28,7 @@ from allotment.config.fields import (
     Price,
     Rate,
     Timestamp,
+    UnixAccount,
 )
 from allotment.core.model import FULL_PRICE, PolicyConfig
 
@@ -163,6 +164,10 @@ class Policy(_Model):
     min_slice: Duration = _CORE_POLICY.min_slice
     max_slice: Duration = _CORE_POLICY.max_slice
     max_grace: Duration = _CORE_POLICY.max_grace
+    default_slice: Duration = _CORE_POLICY.default_slice
+    """The slice of a guaranteed job (and the length of a session) that names none; clamped to the limits."""
+    default_grace: Duration = _CORE_POLICY.default_grace
+    """The grace of a job or session that names none; capped at max_grace."""
     session_max_gpus: PositiveInt = _CORE_POLICY.session_max_gpus
     session_max_length: Duration = _CORE_POLICY.session_max_length
     session_idle_timeout: Duration = _CORE_POLICY.session_idle_timeout
@@ -176,6 +181,15 @@ class Policy(_Model):
     session_price: Price = Decimal(_CORE_POLICY.session_price) / FULL_PRICE
     usage_half_life: Duration = _CORE_POLICY.usage_half_life
     max_reservations: NonNegativeInt = _CORE_POLICY.max_reservations
+    room_window: Duration = _CORE_POLICY.room_window
+    """Trailing window of session demand the session room is sized from; 0 keeps the room at its floor (headroom)."""
+    room_quantile: Price = Decimal(_CORE_POLICY.room_quantile) / FULL_PRICE
+    """The share of the window's time whose concurrent session GPUs the room covers (0.99: the p99)."""
+    default_room_ceiling: NonNegativeInt = _CORE_POLICY.default_room_ceiling
+    room_ceiling: dict[Name, NonNegativeInt] = Field(default_factory=dict)
+    """The most GPUs per cluster the adaptive room keeps (overrides default_room_ceiling; never below the floor)."""
+    room_whole_node: bool = _CORE_POLICY.room_whole_node
+    """Keep the largest recent session's GPUs free on one node of the room."""
 
 
 class WindowConfig(_Model):
@@ -190,6 +204,25 @@ class WindowConfig(_Model):
     end: Timestamp
 
 
+class RunAsMode(StrEnum):
+    OWNER = "owner"
+    SINGLE_USER = "single-user"
+    AUTO = "auto"
+
+
+class RunAs(_Model):
+    """Whose Unix account a job runs as (docs/security.md).
+
+    `owner`: each job runs as its owner's account (the user's name, or `accounts[user]`); the server must be
+    privileged (root) and a user with no account cannot submit. `single-user`: every job runs as the server's own
+    account (a laptop, the demo); the server says so at start-up and in /health. `auto`: owner when the server is
+    privileged, single-user otherwise."""
+
+    mode: RunAsMode = RunAsMode.SINGLE_USER
+    accounts: dict[Name, UnixAccount] = Field(default_factory=dict)
+    """Allotment user → Unix account, for users whose account is not named like them."""
+
+
 class AllotmentConfig(_Model):
     """A whole, validated configuration. Build it with `load_config` or `parse_config`, which also check the
     rules that span sections."""
@@ -202,6 +235,7 @@ class AllotmentConfig(_Model):
     period: Period
     policy: Policy = Field(default_factory=Policy)
     windows: tuple[WindowConfig, ...] = ()
+    run_as: RunAs = Field(default_factory=RunAs)
 
     def budget(self, name: str) -> BudgetConfig:
         for budget in self.budgets:

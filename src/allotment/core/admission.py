@@ -3,7 +3,8 @@ on come from funding.py).
 
 Owns the rules
 - `session-room`: only sessions and work that leaves within seconds may take a cluster below its session room, the
-  free and fast-leaving GPUs on nodes no plan claims (promise 9; capacity.Capacity.room);
+  free and fast-leaving GPUs on nodes no plan claims (promise 9; capacity.Capacity.room); and `node-shaped-room`:
+  nor takes the cluster's room node below the room's whole-node session (capacity.Capacity.room_node);
 - `backfill-cannot-delay` applied to placement: work that would still hold reserved GPUs at a planned start is kept
   off them, or gets a slice that ends in time (promise 8);
 - `never-preempt-in-vain`: victims are chosen only when the preemptor can then start on the GPUs they free, and
@@ -27,18 +28,36 @@ from allotment.core.state import CycleState
 from allotment.core.victim_index import node_victims
 
 
+def room_exempt(st: CycleState, job: Job, t: Terms, ignore: bool = False) -> bool:
+    """Rule `session-room`: sessions and work that leaves within seconds may use the session room."""
+    return ignore or job.kind is JobKind.SESSION or (t.run_class is RunClass.OPPORTUNISTIC and st.ix.quick(job))
+
+
+def keeps_whole_node(st: CycleState, slot: NodeSlot, gpus: int) -> bool:
+    """Rule `node-shaped-room`: does taking `gpus` of the room's GPUs on this node leave the cluster's room node —
+    where a session of the largest recent shape would start — with that many GPUs? Only the room node is kept: a
+    start elsewhere never takes it, and where no node is whole yet the nearest one is kept so it becomes whole."""
+    cluster = slot.node.cluster
+    whole = st.ix.whole_for(cluster)
+    if whole <= 0 or slot.claim is not None:
+        return True
+    node = st.cap.room_node(cluster, whole)
+    return node is not slot or st.cap.soon(slot) - gpus >= whole
+
+
 def _node_filter(
-    st: CycleState, job: Job, t: Terms, pool_of: Callable[[NodeSlot], Pool]
+    st: CycleState, job: Job, t: Terms, pool_of: Callable[[NodeSlot], Pool], ignore: bool = False
 ) -> Callable[[NodeSlot, int], bool]:
     grace = st.ix.grace(job)
     strict = job.kind is JobKind.SESSION
     ends: dict[Pool, Seconds | None] = {}
+    guard = st.ix.whole_rooms and not room_exempt(st, job, t, ignore)
 
     def ok(slot: NodeSlot, gpus: int) -> bool:
         if not slot.accepts:
             return False
-        if slot.claim is None:
-            return True  # nothing to delay (backfill_cannot_delay's first case)
+        if slot.claim is None:  # nothing to delay (backfill_cannot_delay's first case)
+            return not guard or keeps_whole_node(st, slot, gpus)
         pool = pool_of(slot)
         if pool not in ends:
             ends[pool] = t.slice_end(pool)
@@ -51,19 +70,19 @@ def _node_filter(
 def headroom_allowance(st: CycleState, job: Job, t: Terms, ignore: bool = False) -> Callable[[str], int | None]:
     """The most GPUs the job may take from a cluster's free-or-quick GPUs and still leave its headroom; None when
     the job may use the headroom (sessions and fast-leaving work)."""
-    exempt = ignore or job.kind is JobKind.SESSION or (t.run_class is RunClass.OPPORTUNISTIC and st.ix.quick(job))
+    exempt = room_exempt(st, job, t, ignore)
 
     def allowance(cluster: str) -> int | None:
-        return None if exempt else st.cap.room(cluster) - st.ix.pol.headroom_for(cluster)
+        return None if exempt else st.cap.room(cluster) - st.ix.room_for(cluster)
 
     return allowance
 
 
 def headroom_filter(st: CycleState, job: Job, t: Terms, ignore: bool = False) -> Callable[[str, int], bool]:
-    exempt = ignore or job.kind is JobKind.SESSION or (t.run_class is RunClass.OPPORTUNISTIC and st.ix.quick(job))
+    exempt = room_exempt(st, job, t, ignore)
 
     def ok(cluster: str, gpus: int) -> bool:
-        return exempt or st.cap.room(cluster) - gpus >= st.ix.pol.headroom_for(cluster)
+        return exempt or st.cap.room(cluster) - gpus >= st.ix.room_for(cluster)
 
     return ok
 
@@ -84,7 +103,7 @@ def final_slice_end(st: CycleState, job: Job, t: Terms, placement: Placement) ->
 def place_free(st: CycleState, job: Job, t: Terms, ignore_headroom: bool = False) -> Placement | None:
     if not st.cap.could_fit(job.gpus, job.replicas, t.pools):
         return None  # no pool has a node with enough free GPUs, or enough whole free nodes
-    node_ok = _node_filter(st, job, t, lambda s: s.pool)
+    node_ok = _node_filter(st, job, t, lambda s: s.pool, ignore_headroom)
     return find_free(job, t.pools, st.cap, node_ok, headroom_filter(st, job, t, ignore_headroom), st.ix.topology)
 
 
@@ -138,7 +157,7 @@ def place_by_preemption(
                 slot = st.cap.nodes[idx]
                 if idx in afresh or slot.claim is not None or (k > 1 and slot.node.gpus != size):
                     continue
-                if room is None or found[3] <= room:
+                if room is None or (found[3] <= room and keeps_whole_node(st, slot, found[3])):
                     per_node[idx] = (found[0], found[1], found[2])
                     if k == 1:
                         break  # the index is in order of preference
@@ -149,7 +168,7 @@ def place_by_preemption(
             if k > 1 and slot.node.gpus != size:
                 continue
             fresh = node_victims(slot, need, now, rule, st.ix.grace, st.ix.quick_occupant)
-            if fresh is None or (room is not None and fresh[3] > room):
+            if fresh is None or (room is not None and (fresh[3] > room or not keeps_whole_node(st, slot, fresh[3]))):
                 continue
             per_node[idx] = (fresh[0], fresh[1], fresh[2])
         if len(per_node) < k:

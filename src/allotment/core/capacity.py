@@ -3,7 +3,8 @@
 Owns: per-node free GPU indices, the running jobs on each node and when each could leave, per-pool best-fit buckets,
 per-node "reach" (GPUs free, leaving or held by preemptible work: the most a preemption could ever free there) with
 per-pool buckets of it, per-node change counters (so per-cycle caches know when a node changed), per-cluster
-quick-free counts (for session headroom), and per-node reservation claims.
+quick-free counts (for session headroom), the room node of each cluster (where a whole-node session would start),
+and per-node reservation claims.
 It changes only as the cycle decides (GPUs taken by starts, claimed by reservations, occupants told to leave or
 renewed, all through the methods below); preempted GPUs are not free until the executor reports the victim gone, so
 nothing here frees GPUs.
@@ -234,6 +235,14 @@ class Capacity:
                         expired.add(i)
             self.reach_buckets[pool] = reach
             self.expired_nodes[pool] = expired
+        self.cluster_nodes: dict[str, list[NodeSlot]] = {}
+        """Per cluster, its accepting nodes in index order (for the node-shaped room)."""
+        for slot in self.nodes:
+            if slot.accepts:
+                self.cluster_nodes.setdefault(slot.node.cluster, []).append(slot)
+        self.stamp = 0
+        """Counts every change of free GPUs, occupants or claims (keys room_node's cache)."""
+        self._room_node: dict[str, tuple[int, int, NodeSlot | None]] = {}
         self.occupants_of: dict[str, list[Occupant]] = {}
         """Per job id: its occupants, in node order, then in the order they were added."""
         for slot in self.nodes:
@@ -354,8 +363,35 @@ class Capacity:
         fast-leaving work, on accepting nodes no reservation claims."""
         return self.quick_free.get(cluster, 0) - self.claimed_room.get(cluster, 0)
 
+    @staticmethod
+    def soon(slot: NodeSlot) -> int:
+        """The node's GPUs a session could have within seconds or once work already told to leave is gone: free, or
+        held by fast-leaving or leaving work."""
+        return len(slot.free) + sum(o.gpus for o in slot.occupants if o.quick or o.leaving)
+
+    def room_node(self, cluster: str, whole: int) -> NodeSlot | None:
+        """Rule `node-shaped-room`: the node of the cluster's room that a `whole`-GPU session would start on — an
+        accepting, unclaimed node of at least `whole` GPUs: one with `whole` GPUs free or leaving soon if there is
+        one, else the one nearest to it (preemption alone could free it, then the most GPUs soon), then the lowest
+        index. None where no such node exists. Cached until capacity changes."""
+        hit = self._room_node.get(cluster)
+        if hit is not None and hit[0] == self.stamp and hit[1] == whole:
+            return hit[2]
+        best: NodeSlot | None = None
+        best_key = (-1, False, -1)
+        for slot in self.cluster_nodes.get(cluster, ()):
+            if slot.claim is not None or slot.node.gpus < whole:
+                continue
+            soon = self.soon(slot)
+            key = (min(soon, whole), slot.reach >= whole, soon)
+            if key > best_key:
+                best, best_key = slot, key
+        self._room_node[cluster] = (self.stamp, whole, best)
+        return best
+
     def set_claim(self, idx: int, claim: Claim | None) -> None:
         """Hold a node for a reservation, or release it."""
+        self.stamp += 1
         slot = self.nodes[idx]
         if slot.accepts and (slot.claim is None) != (claim is None):
             c = slot.node.cluster
@@ -384,6 +420,7 @@ class Capacity:
     def _changed(self, slot: NodeSlot, reach_delta: int, expired_delta: int) -> None:
         """Record a change of a node's free GPUs or occupants (every such change goes through here)."""
         slot.version += 1
+        self.stamp += 1
         self.changes[slot.pool].append(slot.idx)
         reach = slot.reach + reach_delta
         if slot.accepts:

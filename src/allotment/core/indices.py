@@ -68,7 +68,19 @@ def sort_by_budget_order(jobs: list[Job]) -> None:
 class Indices:
     """Read-only indices over one snapshot, for one cycle (every attribute is Final)."""
 
-    __slots__ = ("budgets", "jobs", "leaves", "node_pool", "now", "pol", "queues", "rates", "snap", "topology")
+    __slots__ = (
+        "budgets",
+        "jobs",
+        "leaves",
+        "node_pool",
+        "now",
+        "pol",
+        "queues",
+        "rates",
+        "snap",
+        "topology",
+        "whole_rooms",
+    )
 
     def __init__(self, snapshot: Snapshot, now: Seconds, cap: Capacity) -> None:
         self.snap: Final = snapshot
@@ -90,6 +102,20 @@ class Indices:
             sort_by_budget_order(queue)
         self.queues: Final = queues
         """Pending batch jobs of each budget in the budget's own order: priority, then age, then id."""
+        self.whole_rooms: Final = any(r.whole > 0 for r in snapshot.room.values())
+        """Does any cluster keep a whole-node room (rule `node-shaped-room`)? Where none does, its checks are
+        skipped."""
+
+    def room_for(self, cluster: str) -> int:
+        """Rule `session-room`: the GPUs the cluster keeps free or fast-leaving for sessions this cycle, as the shell
+        sized them (Snapshot.room), else the policy's floor."""
+        room = self.snap.room.get(cluster)
+        return self.pol.headroom_for(cluster) if room is None else room.gpus
+
+    def whole_for(self, cluster: str) -> int:
+        """Rule `node-shaped-room`: how many of the room's GPUs must be on one node (0: any spread)."""
+        room = self.snap.room.get(cluster)
+        return 0 if room is None else room.whole
 
     def rate(self, pool: Pool) -> Micro:
         return self.rates.get(pool[1], 0)

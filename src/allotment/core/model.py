@@ -14,12 +14,22 @@ integers (1000 = full price).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from enum import StrEnum
 from typing import TYPE_CHECKING, Final, TypeVar
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
+
+
+def _restore(record: object, state: Sequence[object]) -> None:
+    """Set a slotted dataclass's fields from a pickled state; the fields missing from it take their defaults."""
+    for f, value in zip(fields(record), state, strict=False):  # type: ignore[arg-type]
+        object.__setattr__(record, f.name, value)
+    for f in fields(record)[len(state) :]:  # type: ignore[arg-type]
+        default = f.default_factory() if f.default_factory is not MISSING else f.default
+        object.__setattr__(record, f.name, default)
+
 
 Seconds = int
 """A point in time or a duration, in whole seconds."""
@@ -205,10 +215,7 @@ class Job:
     def __setstate__(self, state: Sequence[object]) -> None:
         """pickle's restore of the dataclass's state (its fields' values in order, a list): the fields added after a
         snapshot was pickled take their defaults."""
-        for f, value in zip(fields(self), state, strict=False):
-            object.__setattr__(self, f.name, value)
-        for f in fields(self)[len(state) :]:
-            object.__setattr__(self, f.name, f.default)
+        _restore(self, state)
 
     @property
     def total_gpus(self) -> int:
@@ -277,9 +284,56 @@ class PolicyConfig:
     """A job waiting this long out-ranks every other budget's slice renewals on the GPUs of its planned start."""
     max_reservations: int = 100
     """Upper bound on planned-start reservations per cycle (one per budget at most)."""
+    room_window: Seconds = 24 * 3600
+    """The trailing window of session demand the shell sizes each cluster's session room from (changes/room.py);
+    0 turns the adaptive part off (the room is the floor, `headroom_for`). The core reads only Snapshot.room."""
+    room_quantile: int = 990
+    """Per mille: the room covers this quantile of concurrent session GPUs over the window (time-weighted)."""
+    default_room_ceiling: int = 32
+    room_ceiling: Mapping[str, int] = field(default_factory=dict)
+    """The most GPUs per cluster the adaptive room may keep (overrides default_room_ceiling); never below the floor."""
+    room_whole_node: bool = True
+    """Keep the largest recent session's GPUs on one node of the room (rule `node-shaped-room`)."""
+    default_slice: Seconds = 3600
+    """The slice of a guaranteed job that names none, clamped to [min_slice, max_slice] (default_slice_of)."""
+    default_grace: Seconds = 60
+    """The grace of a job or session that names none, capped at max_grace (default_grace_of).
+    Settings are added at the end: a pickled policy (the equivalence fixtures) restores by position."""
 
     def headroom_for(self, cluster: str) -> int:
+        """The floor of the cluster's session room (the whole room where the shell sizes none)."""
         return self.headroom.get(cluster, self.default_headroom)
+
+    def ceiling_for(self, cluster: str) -> int:
+        return max(self.headroom_for(cluster), self.room_ceiling.get(cluster, self.default_room_ceiling))
+
+    def __setstate__(self, state: Sequence[object]) -> None:
+        """pickle's restore (see Job.__setstate__): settings added after a policy was pickled take their defaults."""
+        _restore(self, state)
+
+    @property
+    def default_slice_of(self) -> Seconds:
+        """The slice a guaranteed job gets when it names none: default_slice within [min_slice, max_slice]."""
+        return min(max(self.default_slice, self.min_slice), self.max_slice)
+
+    @property
+    def default_grace_of(self) -> Seconds:
+        """The grace a job or session gets when it names none: default_grace, at most max_grace."""
+        return min(self.default_grace, self.max_grace)
+
+    @property
+    def default_session_length(self) -> Seconds:
+        """The length of a session that names none: default_slice, at most session_max_length."""
+        return min(self.default_slice, self.session_max_length)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRoom:
+    """A cluster's session room for one cycle, sized by the shell from recent session demand (changes/room.py):
+    `gpus` GPUs free or held by fast-leaving work on unclaimed nodes, `whole` of them on one node (0: any spread)."""
+
+    gpus: int
+    whole: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,3 +350,10 @@ class Snapshot:
     windows: tuple[CapacityWindow, ...] = ()
     reservations: tuple[Reservation, ...] = ()
     policy: PolicyConfig = field(default_factory=PolicyConfig)
+    room: Mapping[str, SessionRoom] = field(default_factory=dict)
+    """Each cluster's session room as the shell sized it; a cluster not named keeps the policy's floor
+    (`PolicyConfig.headroom_for`) spread over any nodes. Last, with a default, so older pickles still load."""
+
+    def __setstate__(self, state: Sequence[object]) -> None:
+        """pickle's restore (see Job.__setstate__): fields added after a snapshot was pickled take their defaults."""
+        _restore(self, state)

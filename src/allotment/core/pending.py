@@ -9,7 +9,8 @@ Owns the rules
   priority, then age — so a priority set on budget A can only reorder A's own jobs (promise 3); a job that fits in
   free GPUs starts (promise 5); a guaranteed job may take opportunistic work, and slice-expired work when its budget
   is below its fair share; a budget's first funded job that still waits gets a planned start (promise 8);
-- `headroom-refill`: session headroom is refilled by preempting opportunistic or slice-expired work.
+- `headroom-refill`: session headroom is refilled by preempting opportunistic or slice-expired work, and (rule
+  `node-shaped-room`) the room node is emptied of it where a whole-node session would not fit there.
 
 Must not: preempt work inside its slice (the victim rules in preemption.py never offer it).
 """
@@ -24,6 +25,7 @@ from allotment.core.admission import (
     headroom_filter,
     place_by_preemption,
     place_free,
+    room_exempt,
     start_free,
 )
 from allotment.core.caches import Terms
@@ -304,7 +306,16 @@ def _consider(
         yields = st.yields_to(job)
         spare = _room_spare(st, job, t)
         plan = plan_start(
-            job, t.pools, st.cap, st.ix.topology, st.ix.now, yields, spare, st.earliest_bounds, st.ix.pol.headroom_for
+            job,
+            t.pools,
+            st.cap,
+            st.ix.topology,
+            st.ix.now,
+            yields,
+            spare,
+            st.earliest_bounds,
+            st.ix.room_for,
+            _RoomNode(st) if not room_exempt(st, job, t) else _no_room_node,
         )
         if plan is not None:
             planned = claim_and_call_due(st, job, plan.nodes, yields, plan.planned_start)
@@ -312,7 +323,7 @@ def _consider(
             gave_way = tuple(sorted(o.job.id for i, _ in plan.nodes for o in st.cap.nodes[i].occupants if yields(o)))
             st.out.mark_reserved(Reserve(job.id, names, planned, ReservationKind.PLANNED, st.ix.now, gave_way))
             return Served.PLANNED
-        if room_denied(job, t.pools, st.cap, st.ix.pol.headroom_for):
+        if room_denied(job, t.pools, st.cap, st.ix.room_for):
             st.out.deny_room(job.id)
     st.out.block(job.id, Blocker.CAPACITY)
     return Served.WAITS
@@ -329,9 +340,30 @@ def _room_spare(st: CycleState, job: Job, t: Terms) -> Callable[[str, int], int 
     def spare(cluster: str, gpus: int) -> int | None:
         if exempt(cluster, gpus):
             return None
-        return max(0, st.cap.room(cluster) - st.ix.pol.headroom_for(cluster))
+        return max(0, st.cap.room(cluster) - st.ix.room_for(cluster))
 
     return spare
+
+
+def _no_room_node(cluster: str) -> tuple[int, int] | None:
+    return None
+
+
+class _RoomNode:
+    """For planning (rule `node-shaped-room`): the cluster's room node and how many of its GPUs a plan may count
+    there — those beyond a whole-node session — so a plan for now cannot take it the next cycle as a reservation
+    start (a class, not a closure: core performance rules, 2)."""
+
+    def __init__(self, st: CycleState) -> None:
+        self.st = st
+
+    def __call__(self, cluster: str) -> tuple[int, int] | None:
+        whole = self.st.ix.whole_for(cluster)
+        if whole <= 0:
+            return None
+        cap = self.st.cap
+        node = cap.room_node(cluster, whole)
+        return None if node is None else (node.idx, max(0, cap.soon(node) - whole))
 
 
 def _opportunistic_yields_to_guaranteed(occ: Occupant) -> PreemptReason | None:
@@ -372,7 +404,7 @@ def headroom_refill(ix: Indices, cap: Capacity, out: Outcome) -> None:
 
     clusters = sorted({s.node.cluster for s in cap.nodes})
     for cluster in clusters:
-        want = ix.pol.headroom_for(cluster)
+        want = ix.room_for(cluster)
         if want <= 0:
             continue
         deficit = cap.room_deficit(cluster, want)
@@ -394,6 +426,35 @@ def headroom_refill(ix: Indices, cap: Capacity, out: Outcome) -> None:
                 break
             out.preempt(ix, cap, occ.job, PreemptReason.HEADROOM, None, None)
             deficit -= occ.gpus
+    for cluster in clusters:
+        _refill_whole_node(ix, cap, out, cluster, takes)
+
+
+def _refill_whole_node(
+    ix: Indices, cap: Capacity, out: Outcome, cluster: str, takes: Callable[[Occupant], PreemptReason | None]
+) -> None:
+    """Rule `node-shaped-room`: where the cluster's room node (Capacity.room_node) lacks GPUs for the largest recent
+    session, preempt the opportunistic or slice-expired work on it, smallest first, until it would have them."""
+    whole = ix.whole_for(cluster)
+    if whole <= 0:
+        return
+    node = cap.room_node(cluster, whole)
+    if node is None:
+        return
+    short = whole - cap.soon(node)
+    cands = sorted(
+        (
+            o
+            for o in node.occupants
+            if not o.quick and not o.leaving and o.job.id not in out.preempted and victim_reason(o, takes) is not None
+        ),
+        key=lambda o: (o.gpus, _progress(now=ix.now, occ=o), o.job.id),
+    )
+    for occ in cands:
+        if short <= 0:
+            break
+        out.preempt(ix, cap, occ.job, PreemptReason.HEADROOM, None, None)
+        short -= occ.gpus
 
 
 def _progress(now: Seconds, occ: Occupant) -> int:

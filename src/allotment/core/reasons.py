@@ -358,7 +358,7 @@ class Explainer:
         else:
             fits = sum(1 for s in unclaimed if len(s.free) == size and s.node.gpus == size) * size
         if not exempt:
-            spare = cap.room(pool[0]) - self.st.ix.pol.headroom_for(pool[0])
+            spare = cap.room(pool[0]) - self.st.ix.room_for(pool[0])
             fits = min(fits, max(0, spare) if k == 1 else max(0, spare) // size * size)
         found = self._with_room[key] = fits
         return found

@@ -87,11 +87,14 @@ def plan_start(
     room_spare: Callable[[str, int], int | None] = lambda cluster, gpus: None,
     bounds: Bounds | None = None,
     headroom: Callable[[str], int] | None = None,
+    room_node: Callable[[str], tuple[int, int] | None] = lambda cluster: None,
 ) -> Plan | None:
     """The earliest planned start over the job's pools, on nodes no other reservation claims; ties go to the pool
-    the job prefers. `bounds`, when given, lists a pool's nodes in order of the earliest time they could hold a need
-    if all their occupants gave way (earliest_on_node with everyone_yields): a single-node job then looks only at the
-    nodes whose bound is not later than the best start found so far."""
+    the job prefers. `room_node` names a cluster's room node and the most of its room GPUs a plan may count there
+    (rule `node-shaped-room`), which also bounds the cluster's spare there. `bounds`, when given, lists a pool's
+    nodes in order of the earliest time they could hold a need if all their occupants gave way (earliest_on_node
+    with everyone_yields): a single-node job then looks only at the nodes whose bound is not later than the best
+    start found so far."""
     best: Plan | None = None
     for pool in pools:
         k, need = _nodes_and_need(job, capacity, pool)
@@ -100,8 +103,9 @@ def plan_start(
         spare = room_spare(pool[0], need * k)
         if k > 1 and spare is not None:
             spare //= k  # a gang counts room GPUs on each of its k nodes: together at most the spare
+        kept = room_node(pool[0])
         if k == 1 and bounds is not None:
-            single = _earliest_single(capacity, pool, need, now, yields, bounds, spare)
+            single = _earliest_single(capacity, pool, need, now, yields, bounds, spare, kept)
             if single is not None and (best is None or single.planned_start < best.planned_start):
                 best = single
             continue
@@ -110,7 +114,7 @@ def plan_start(
             slot = capacity.nodes[idx]
             if not slot.accepts or slot.claim is not None or slot.node.gpus < need:
                 continue
-            t = earliest_on_node(slot, need, now, yields, spare)
+            t = earliest_on_node(slot, need, now, yields, _on_node(idx, spare, kept))
             if t is not None:
                 cands.append((idx, float(t)))
         if len(cands) < k:
@@ -169,6 +173,7 @@ def _earliest_single(
     yields: Yields,
     bounds: Bounds,
     spare: int | None,
+    kept: tuple[int, int] | None = None,
 ) -> Plan | None:
     """plan_start for a single-node job on one pool: the earliest start, then the fullest node, then the index."""
     best: tuple[Seconds, int, int] | None = None
@@ -178,10 +183,18 @@ def _earliest_single(
         slot = capacity.nodes[idx]
         if slot.claim is not None:
             continue
-        t = earliest_on_node(slot, need, now, yields, spare)
+        t = earliest_on_node(slot, need, now, yields, _on_node(idx, spare, kept))
         if t is not None and (best is None or (t, len(slot.free), idx) < best):
             best = (t, len(slot.free), idx)
     return None if best is None else Plan(pool, ((best[2], need),), best[0])
+
+
+def _on_node(idx: int, spare: int | None, kept: tuple[int, int] | None) -> int | None:
+    """The room GPUs a plan may count on node `idx`: the cluster's spare, and on its room node at most what that node
+    holds beyond a whole-node session (rule `node-shaped-room`)."""
+    if kept is None or kept[0] != idx:
+        return spare
+    return kept[1] if spare is None else min(spare, kept[1])
 
 
 def claim(

@@ -3,8 +3,9 @@
 Owns the rules
 - `end-of-life`: lost nodes (refunded), forced drains (refunded), maximum runtime, session length, idle sessions;
 - `slice-renewal`: at its slice end a guaranteed run is renewed when its budget can pay for the whole new slice and
-  renewing delays no planned start, crowds out no capacity window and leaves no cluster short of its session room;
-  otherwise it lapses and runs on as opportunistic (promise 2);
+  renewing delays no planned start, crowds out no capacity window and leaves no cluster short of its session room
+  (nor its room node short of a whole-node session, rule `node-shaped-room`); otherwise it lapses and runs on as
+  opportunistic (promise 2);
 - `drain`: on a draining node preemptible work leaves now, work inside its slice at the slice end (promise 4);
 - `carried-reservation`: a planned start from an earlier cycle keeps its nodes while they stay usable.
 
@@ -105,16 +106,25 @@ def slice_ends(ix: Indices, cap: Capacity, windows: WindowBook, out: Outcome) ->
 def _room_needs(ix: Indices, cap: Capacity, deficits: dict[str, int], job: Job) -> bool:
     """Rule `session-room`: a slice is not renewed on unclaimed nodes of a cluster short of its session room; the
     lapsed job's GPUs count as returning to the room, so only as many renewals lapse as the room lacks (the refill
-    or a session then takes that work)."""
+    or a session then takes that work). Rule `node-shaped-room`: nor is one renewed on the cluster's room node
+    (Capacity.room_node) where the renewal would leave that node unable to hold the largest recent session."""
     run = job.run
     assert run is not None
     slots = [s for a in run.placement if (s := cap.slot(a.node)) is not None]
     if not slots or any(s.claim is not None or not s.accepts for s in slots):
         return False
     cluster = slots[0].node.cluster
+    whole = ix.whole_for(cluster)
+    if whole > 0:
+        # rule `node-shaped-room`: a renewal may not leave the room node unable to hold the largest recent session
+        node = cap.room_node(cluster, whole)
+        if node is not None and any(
+            o.node == node.idx and node.reach - o.gpus < whole for o in cap.occupants_of[job.id]
+        ):
+            return True
     deficit = deficits.get(cluster)
     if deficit is None:
-        deficit = deficits[cluster] = cap.room_deficit(cluster, ix.pol.headroom_for(cluster))
+        deficit = deficits[cluster] = cap.room_deficit(cluster, ix.room_for(cluster))
     if deficit <= 0:
         return False
     deficits[cluster] = deficit - run.gpu_count

@@ -12,13 +12,15 @@ Owns: the order of one cycle, its named steps, and the reconciliation after a re
                        (changes.steps.rollover_charges), then the new period opened and funded
  4. usage decay      — every budget's fair-share usage decayed to now plus what its runs held
                        (changes.steps.decay_usage)
- 5. snapshot         — the store loads the scheduling snapshot
+ 5. snapshot         — the store loads the scheduling snapshot; each cluster's session room is sized from the
+                       session demand kept in the engine state (changes.room) and passed in it
  6. decide           — the policy's decide(snapshot, now); cancellations are decisions (core/cancellation.py)
  7. change set       — what the decisions mean (changes.decisions.decision_changes) and the pending jobs whose
                        cancellation was asked (changes.decisions.cancelled_pending)
  8. periodic charges — open runs not charged for `charge_every` are charged to now (changes.steps.periodic_charges)
  9. reasons          — the pending reasons that changed since they were last written (changes.steps.reason_changes)
-10. persist          — the store writes the change set, intents included (an outbox)
+10. persist          — the store writes the change set, intents and the session-demand statistic included (an
+                       outbox)
 11. deliver          — hand the undelivered intents to the executor (launch is idempotent per attempt, terminate
                        keeps its first deadline), then mark them delivered
 
@@ -41,6 +43,7 @@ from dataclasses import dataclass
 from allotment.changes.decisions import cancelled_pending, decision_changes
 from allotment.changes.events import event_changes
 from allotment.changes.records import ChangeSet
+from allotment.changes.room import DEMAND_KEY, ROOM_KEY, advance, demand_sample, room_sizes, rooms_json, with_rooms
 from allotment.changes.steps import (
     decay_usage,
     held_rates,
@@ -199,6 +202,9 @@ def cycle(store: CycleStore, decide: Decide, now: Seconds) -> CycleReport:
             )
         )  # fmt: skip
         snap = tx.snapshot(period_id)
+        demand = advance(tx.state(DEMAND_KEY), demand_sample(snap), now, rules.policy.room_window)
+        rooms = room_sizes(demand, snap)
+        snap = with_rooms(snap, rooms)
         t1 = time.perf_counter()
         decisions = decide(snap, now)
         t2 = time.perf_counter()
@@ -216,6 +222,7 @@ def cycle(store: CycleStore, decide: Decide, now: Seconds) -> CycleReport:
         changes += periodic_charges(meters, changes, now, period_id, rules.accounting.charge_every)
         changes += reason_changes(decisions, now, tx.reason_memo)
         changes.state.update(last_cycle=now, standings=standings_json(decisions))
+        changes.state.update({DEMAND_KEY: demand, ROOM_KEY: rooms_json(rooms)})
         tx.persist(changes)
         t3 = time.perf_counter()
     report = CycleReport(

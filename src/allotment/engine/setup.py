@@ -1,7 +1,8 @@
 """Putting an engine together from a configuration: the composition root, the one engine module that names adapters.
 
-Owns: the settings of a running Allotment (configuration file, data directory, database URL, executor kind, clock)
-and the steps that turn them into a ready Engine: migrate the database, seed the fleet and organisation from the
+Owns: the settings of a running Allotment (configuration file, data directory, database URL, executor kind, clock,
+run-as mode) and the steps that turn them into a ready Engine: resolve whose account jobs run as and keep the data
+directory the server's alone (0700, database files 0600), migrate the database, seed the fleet and organisation from the
 configuration, pick the executor (LocalExecutor, or SlurmExecutor behind a fleet sync on the SQL fleet store), and
 build the SQL store with the period calendar. It alone in allotment.engine imports allotment.executors,
 allotment.store and sqlalchemy (an import-linter contract, decision 47); everything else in the engine sees ports.
@@ -30,6 +31,7 @@ from allotment.core.model import Node
 from allotment.core.policy import Policy
 from allotment.engine.clock import ScaledClock, SystemClock
 from allotment.engine.cycle import Engine
+from allotment.executors.accounts import RunAs
 from allotment.executors.gpus import GpuDiscoveryError, discover_gpus
 from allotment.executors.local import LocalExecutor
 from allotment.ledger.periods import Cadence, PeriodSpec, Rollover
@@ -83,6 +85,15 @@ class Settings:
     serves); $ALLOT_ALLOWED_HOSTS, comma-separated. "*" turns the check off (refused with open login)."""
     max_body_bytes: int = field(default_factory=_body_limit_env)
     """Largest request body the API reads (413 beyond). Default 1 MiB (config.limits), or $ALLOT_MAX_BODY_BYTES."""
+    run_as: str | None = None
+    """Overrides the configuration's run_as.mode: owner, single-user or auto (docs/security.md)."""
+    jobs_dir: Path | None = None
+    """Owner mode: the root of the jobs' own directories (`<jobs_dir>/<account>/`, each 0700 and owned by its
+    account; default: `<data dir>-jobs` beside the data directory, which no job can reach)."""
+
+    @property
+    def jobs_root(self) -> Path:
+        return self.jobs_dir if self.jobs_dir is not None else self.data_dir.with_name(self.data_dir.name + "-jobs")
 
 
 def _names_env(variable: str) -> tuple[str, ...]:
@@ -107,8 +118,37 @@ def database_url(settings: Settings) -> str:
     env = os.environ.get("ALLOT_DATABASE_URL")
     if env:
         return env
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    if not settings.data_dir.exists():
+        settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     return f"sqlite:///{settings.data_dir / 'allotment.db'}"
+
+
+def run_as(settings: Settings, cfg: AllotmentConfig) -> RunAs:
+    """Whose account jobs run as: the configuration's run_as (or the settings' override of its mode), resolved
+    against this process's privilege. Raises RunAsError when owner mode is asked for without the privilege."""
+    mode = settings.run_as if settings.run_as is not None else cfg.run_as.mode.value
+    return RunAs.resolve(mode, cfg.run_as.accounts)
+
+
+DATABASE_FILES = ("allotment.db", "allotment.db-wal", "allotment.db-shm", "allotment.db.leader")
+
+
+def secure_data_dir(settings: Settings, mode: RunAs) -> None:
+    """The data directory is the server's alone: created 0700 (the SQLite files 0600: store.db). In owner mode an
+    existing directory and database files that others could reach are tightened to 0700/0600 (and logged), so no
+    job, running as its owner, can open the database or the executor's records."""
+    if not settings.data_dir.exists():
+        settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not mode.owner:
+        return
+    for path, private in [(settings.data_dir, 0o700)] + [(settings.data_dir / f, 0o600) for f in DATABASE_FILES]:
+        try:
+            current = path.lstat().st_mode & 0o777
+        except FileNotFoundError:
+            continue
+        if current & ~private:
+            path.chmod(private)
+            log.warning("owner mode: tightened %s from %o to %o", path, current, private)
 
 
 def host_fleet(cfg: AllotmentConfig, nvidia_smi: str = "nvidia-smi") -> tuple[Node, ...] | None:
@@ -168,14 +208,18 @@ def make_clock(settings: Settings, sessions: sessionmaker[Session]) -> Clock:
     return ScaledClock(settings.clock_factor, int(origin["engine"]), float(origin["wall"]))
 
 
-def make_executor(settings: Settings, cfg: AllotmentConfig, host: tuple[Node, ...] | None = None) -> Executor:
+def make_executor(
+    settings: Settings, cfg: AllotmentConfig, host: tuple[Node, ...] | None = None, mode: RunAs | None = None
+) -> Executor:
     """The executor `settings.executor` names. "local": processes on this host (state in <data dir>/executor),
     one virtual node per configured node. "slurm": a SlurmExecutor (state in <data dir>/slurm-executor) wrapped
     in a fleet sync that discovers the configured cluster's nodes from Slurm and keeps node states in step both
-    ways (engine/fleet_sync.py)."""
+    ways (engine/fleet_sync.py). `mode`: whose account jobs run as (default: resolved from the settings)."""
+    mode = mode if mode is not None else run_as(settings, cfg)
     if settings.executor == "local":
         nodes = [n.name for n in (host if host is not None else to_core(cfg).nodes)]
-        return LocalExecutor(settings.data_dir / "executor", nodes)
+        jobs_dir = settings.jobs_root if mode.owner else None
+        return LocalExecutor(settings.data_dir / "executor", nodes, run_as=mode, jobs_dir=jobs_dir)
     if settings.executor == "slurm":
         from allotment.engine.fleet_sync import FleetSync, SyncedExecutor
         from allotment.executors.slurm import SlurmExecutor
@@ -193,6 +237,8 @@ def make_executor(settings: Settings, cfg: AllotmentConfig, host: tuple[Node, ..
             partition=settings.slurm_partition,
             cluster=cluster,
             gpu_type=gpu_type,
+            run_as=mode,
+            output_dir=settings.jobs_root if mode.owner else None,
         )
         sessions = session_factory(make_engine(database_url(settings)))
         clock = make_clock(settings, sessions)
@@ -207,6 +253,8 @@ class Built:
     store: SqlSchedulingStore
     sessions: sessionmaker[Session]
     config: AllotmentConfig
+    run_as: RunAs = field(default_factory=RunAs)
+    """Whose account jobs run as (owner or single-user mode)."""
     store_errors: tuple[type[Exception], ...] = (SQLAlchemyError,)
     """What the store's adapter raises when the database is away: the server retries the loop after a backoff (the
     executor's counterpart is the port's ExecutorUnavailable)."""
@@ -223,6 +271,12 @@ def build(
     settings: Settings, executor: Executor | None = None, policy: Policy | None = None, clock: Clock | None = None
 ) -> Built:
     cfg = load_config(settings.config)
+    mode = run_as(settings, cfg)
+    secure_data_dir(settings, mode)
+    if not mode.owner and os.geteuid() == 0:
+        log.warning("run as: %s (root): set run_as.mode owner to run jobs as their owners", mode.describe())
+    else:
+        log.info("run as: %s", mode.describe())
     db = make_engine(database_url(settings))
     upgrade(db)
     sessions = session_factory(db)
@@ -232,5 +286,5 @@ def build(
     core = to_core(cfg)
     accounting = Accounting(period_spec(cfg), Rollover(carry_credit=cfg.period.carry_over), settings.charge_every)
     store = SqlSchedulingStore(sessions, core.policy, core.rates, accounting)
-    engine = Engine(store, executor or make_executor(settings, cfg, host), clock, policy or AllotmentPolicy())
-    return Built(engine, store, sessions, cfg)
+    engine = Engine(store, executor or make_executor(settings, cfg, host, mode), clock, policy or AllotmentPolicy())
+    return Built(engine, store, sessions, cfg, mode)

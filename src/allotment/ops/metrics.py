@@ -25,6 +25,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from allotment.changes.room import ROOM_KEY
 from allotment.changes.unit import CycleUnit
 from allotment.core.jobstate import JobState
 from allotment.core.model import Seconds
@@ -89,6 +90,16 @@ class DatabaseCollector(Collector):
             labels=["budget"],
         )
         age = GaugeMetricFamily("allotment_last_cycle_age_seconds", "Engine seconds since the last cycle")
+        room = GaugeMetricFamily(
+            "allotment_session_room_gpus",
+            "GPUs kept free or fast-leaving for sessions, as the last cycle sized each cluster's session room",
+            labels=["cluster"],
+        )
+        whole = GaugeMetricFamily(
+            "allotment_session_room_whole_gpus",
+            "GPUs of the session room kept on one node (the largest recent session; 0: any spread)",
+            labels=["cluster"],
+        )
         with reading(self.sessions) as s:
             for contract, kind, n in s.execute(
                 select(JobRow.contract, JobRow.kind, func.count())
@@ -111,9 +122,13 @@ class DatabaseCollector(Collector):
             for budget, amount in sorted(spending(s, self.period()).items()):
                 spent.add_metric([budget], amount / MICRO)
             last = get_state(s, "last_cycle")
+            rooms = get_state(s, ROOM_KEY)
         if last is not None:
             age.add_metric([], max(0, self.now() - int(last)))
-        yield from (queue, gpus, nodes, spent, age)
+        for cluster, size in sorted(rooms.items() if isinstance(rooms, dict) else ()):
+            room.add_metric([str(cluster)], int(size.get("gpus", 0)))
+            whole.add_metric([str(cluster)], int(size.get("whole", 0)))
+        yield from (queue, gpus, nodes, spent, age, room, whole)
 
 
 def exposition(collector: DatabaseCollector | None) -> bytes:

@@ -213,9 +213,20 @@ class Client:
     def cancel(self, job_id: str) -> m.JobSummary:
         return self._post(m.JobSummary, f"/jobs/{job_id}/cancel")
 
-    def logs(self, job_id: str, *, offset: int = 0, attempt: int | None = None, limit: int | None = None) -> m.LogChunk:
-        """Output of the job's latest attempt (or `attempt`) from byte `offset`."""
-        return self._get(m.LogChunk, f"/jobs/{job_id}/logs", offset=offset, attempt=attempt, limit=limit)
+    def logs(
+        self,
+        job_id: str,
+        *,
+        offset: int = 0,
+        attempt: int | None = None,
+        limit: int | None = None,
+        replica: int | None = None,
+    ) -> m.LogChunk:
+        """Output of the job's latest attempt (or `attempt`) from byte `offset`: every replica's (a gang's lines
+        labelled `N: `), or only `replica`'s own."""
+        return self._get(
+            m.LogChunk, f"/jobs/{job_id}/logs", offset=offset, attempt=attempt, limit=limit, replica=replica
+        )
 
     def follow_logs(
         self,
@@ -226,11 +237,13 @@ class Client:
         poll: float = 1.0,
         follow: bool = True,
         sleep: Callable[[float], None] = time.sleep,
+        replica: int | None = None,
     ) -> Iterator[m.LogChunk]:
-        """Chunks of output, from `offset`, each with new data. With `follow`, waits for more until the attempt is
-        `complete`; without it, stops once everything written so far has been returned."""
+        """Chunks of output (every replica's, or `replica`'s own), from `offset`, each with new data. With `follow`,
+        waits for more until the attempt is `complete`; without it, stops once everything written so far has been
+        returned."""
         while True:
-            chunk = self.logs(job_id, offset=offset, attempt=attempt)
+            chunk = self.logs(job_id, offset=offset, attempt=attempt, replica=replica)
             if chunk.data:
                 yield chunk
             if chunk.complete:
@@ -253,7 +266,8 @@ class Client:
         budget: str,
         *,
         gpus: int = 1,
-        length: Duration = 3600,
+        length: Duration | None = None,
+        grace: Duration | None = None,
         command: Sequence[str] | None = None,
         name: str | None = None,
         gpu_types: Sequence[str] = (),
@@ -265,6 +279,7 @@ class Client:
             budget=budget,
             gpus=gpus,
             length=length,
+            grace=grace,
             command=list(command) if command is not None else None,
             name=name,
             gpu_types=list(gpu_types),
@@ -335,6 +350,10 @@ class Client:
 
     def nodes(self, *, cluster: str | None = None, state: str | None = None) -> list[m.Node]:
         return NODES.validate_python(self.request("GET", "/nodes", params=_params(cluster=cluster, state=state)))
+
+    def fleet(self, *, cluster: str | None = None) -> m.FleetMap:
+        """The fleet map's clusters with their GPUs in use and session rooms."""
+        return self._get(m.FleetMap, "/dashboard/fleet", cluster=cluster)
 
     def node(self, name: str) -> m.Node:
         return self._get(m.Node, f"/nodes/{name}")

@@ -120,6 +120,7 @@ class JobPage(Model):
 class LogChunk(Model):
     job_id: str
     attempt: int | None = None
+    replica: int | None = None
     offset: int
     next_offset: int
     data: str
@@ -152,6 +153,33 @@ class RunOutlook(Model):
     leaving_at: int | None = None
 
 
+class SessionRoom(Model):
+    """A cluster's session room: `gpus` kept free or fast-leaving for sessions, `whole` of them on one node, sized as
+    max(floor, demand, shape) capped by the ceiling."""
+
+    cluster: str
+    gpus: int
+    whole: int = 0
+    floor: int
+    demand: int = 0
+    shape: int = 0
+    ceiling: int
+
+
+class FleetCluster(Model):
+    name: str
+    gpus: int
+    used_gpus: int
+    room: SessionRoom | None = None
+
+
+class FleetMap(Model):
+    """The dashboard's fleet map (GET /dashboard/fleet), clusters only: the nodes are left out here."""
+
+    now: int
+    clusters: list[FleetCluster] = Field(default_factory=list)
+
+
 class Why(Model):
     job_id: str
     name: str = ""
@@ -164,6 +192,7 @@ class Why(Model):
     hints: list[Hint] = Field(default_factory=list)
     explained_at: int | None = None
     standing: Standing
+    rooms: list[SessionRoom] = Field(default_factory=list)
     run: RunOutlook | None = None
 
 
@@ -374,6 +403,8 @@ class Health(Model):
     status: str
     time: int
     database: bool
+    run_as: str = "single-user"
+    """`owner` (each job runs as its owner's Unix account) or `single-user` (as the server's own)."""
 
 
 class Problem(Model):

@@ -1,7 +1,8 @@
 """What every use case runs against: the database, the clock, the wake event, and the deployment's settings.
 
 Owns: the Context (sessions, now(), wake, the executor's data directory, the configuration with its policy, rates
-and period calendar, whether local open login is allowed) and small shared look-ups (the current period).
+and period calendar, whether local open login is allowed, the run-as mode) and small shared look-ups (the current
+period).
 
 Must not: hold request state or decide rights.
 """
@@ -18,6 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from allotment.config import AllotmentConfig, to_core
 from allotment.core.model import Micro, PolicyConfig, Seconds
 from allotment.engine.setup import period_spec
+from allotment.executors.accounts import RunAs
 from allotment.ledger.periods import Period, PeriodSpec, period_at
 
 DEFAULT_TOKEN_TTL: Seconds = 30 * 24 * 3600
@@ -38,6 +40,8 @@ class Context:
     """Live (unexpired, unrevoked) tokens one user may hold; issuing one more is refused (409)."""
     executor: str = "local"
     """The executor kind the engine runs jobs with (it decides how a session is reached)."""
+    run_as: RunAs = field(default_factory=RunAs)
+    """Whose Unix account jobs run as: in owner mode a user with no account cannot submit."""
     policy: PolicyConfig = field(init=False)
     rates: Mapping[str, Micro] = field(init=False)
     periods: PeriodSpec = field(init=False)

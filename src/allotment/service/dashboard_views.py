@@ -9,7 +9,7 @@ Must not: hold behaviour or know about HTTP.
 
 from __future__ import annotations
 
-from allotment.service.views import BudgetNode, Hint, JobSummary, View
+from allotment.service.views import BudgetNode, Hint, JobSummary, SessionRoomView, View
 
 
 class PeriodView(View):
@@ -136,6 +136,8 @@ class FleetCluster(View):
     gpus: int
     used_gpus: int
     nodes: list[FleetNode]
+    room: SessionRoomView | None = None
+    """The cluster's session room as the engine's last cycle sized it (None before the first cycle)."""
 
 
 class FleetMap(View):

@@ -1,10 +1,12 @@
 """Explaining a job: its output (logs) and why it waits.
 
-Owns: reading an attempt's output file written by the local executor (`<data_dir>/executor/jobs/<job_id>/<attempt>/
-output.log`) from a byte offset, so clients can follow it; and `why`: the pending reason the engine's last cycle wrote
-(blocker, numbers, estimated start, hints) with the budget's standing now (allocation, balance less what running jobs
-have accrued, what granted slices have committed); for a running job, its outlook (slice end, whether it is
-preemptible now, with what notice and by what); and finding a job by its id or its name.
+Owns: reading an attempt's output as the local executor's supervisor wrote it (`<data_dir>/executor/jobs/<job_id>/
+<attempt>/`: every replica, labelled for a gang, or one replica's own) from a byte offset, so clients can follow it
+(allotment.executors.local.output opens the files and refuses anything a job put in their place); and `why`: the
+pending reason the engine's last cycle wrote (blocker, numbers, estimated start, hints) with the budget's standing now
+(allocation, balance less what running jobs have accrued, what granted slices have committed) and, for a session,
+the session room of each cluster it may use; for a running job, its outlook (slice end, whether it is preemptible
+now, with what notice and by what); and finding a job by its id or its name.
 
 Must not: write anything, or compute a reason itself (the core explains; the engine records).
 """
@@ -19,20 +21,22 @@ from sqlalchemy.orm import Session
 
 from allotment.core.decisions import PreemptReason
 from allotment.core.jobstate import JobState
-from allotment.core.model import RunClass
+from allotment.core.model import JobKind, RunClass
+from allotment.core.preemption import reasons_that_may_take
 from allotment.core.units import cost
+from allotment.executors.local.output import UntrustedOutput, output_name, read_output
 from allotment.service.context import Context
 from allotment.service.errors import Conflict, FieldProblem, Invalid, NotFound
+from allotment.service.fleetmap import session_rooms
 from allotment.service.jobs import visible_job
 from allotment.service.principal import Principal, budget_parents
-from allotment.service.views import Hint, LogChunk, RunOutlook, Standing, WhyView
+from allotment.service.views import Hint, LogChunk, RunOutlook, SessionRoomView, Standing, WhyView
 from allotment.store.accounts import balances
 from allotment.store.db import reading
 from allotment.store.records import FINAL_STATES
 from allotment.store.snapshot import unposted
 from allotment.store.tables import BudgetRow, JobRow, PendingReasonRow, RunRow
 
-OUTPUT = "output.log"
 MAX_CHUNK = 1 << 20
 
 
@@ -57,9 +61,11 @@ def read_logs(
     offset: int = 0,
     attempt: int | None = None,
     limit: int = 65536,
+    replica: int | None = None,
 ) -> LogChunk:
-    """Up to `limit` bytes of an attempt's output from byte `offset` (default: the latest attempt). `next_offset` is
-    where to continue; `complete` says the attempt has ended and nothing more will come."""
+    """Up to `limit` bytes of an attempt's output from byte `offset` (default: the latest attempt; every replica, each
+    line of a gang labelled `N: `, or only `replica`'s own output). `next_offset` is where to continue in the same
+    stream; `complete` says the attempt has ended and nothing more will come."""
     if offset < 0:
         raise Invalid.of("offset", "must not be negative")
     if not 1 <= limit <= MAX_CHUNK:
@@ -68,35 +74,38 @@ def read_logs(
         job = visible_job(session, principal, job_id)
         runs = {r.attempt: r for r in session.scalars(select(RunRow).where(RunRow.job_id == job_id))}
         final = job.state in FINAL_STATES
+        replicas = job.replicas
+    if replica is not None and not 0 <= replica < replicas:
+        raise Invalid.of("replica", f"must be between 0 and {replicas - 1}: job {job_id} has {replicas} replica(s)")
     if attempt is None:
         attempt = max(runs) if runs else None
     elif attempt not in runs:
         raise NotFound(f"job {job_id} has no attempt {attempt}")
     if attempt is None:
-        return LogChunk(job_id=job_id, attempt=None, offset=offset, next_offset=offset, data="", complete=final)
+        return LogChunk(
+            job_id=job_id, attempt=None, replica=replica, offset=offset, next_offset=offset, data="", complete=final
+        )
     ended = runs[attempt].ended_at is not None
-    path = ctx.executor_dir / "jobs" / job_id / str(attempt) / OUTPUT
-    data = b""
-    size = 0
     try:
-        with path.open("rb") as stream:
-            stream.seek(0, 2)
-            size = stream.tell()
-            if offset < size:
-                stream.seek(offset)
-                data = stream.read(limit)
-    except FileNotFoundError:
-        pass
-    if offset + len(data) < size:
+        chunk = read_output(ctx.executor_dir, job_id, attempt, output_name(replicas, replica), offset, limit)
+    except UntrustedOutput as exc:
+        reason = f"{exc}: something replaced the output file the supervisor writes, so nothing of it is shown"
+        raise Conflict(
+            f"the output of job {job_id}, attempt {attempt}, cannot be shown: {reason}",
+            [FieldProblem("attempt", reason)],
+        ) from None
+    data = chunk.data
+    if offset + len(data) < chunk.size:
         data = data[: _utf8_boundary(data)]
     next_offset = offset + len(data)
     return LogChunk(
         job_id=job_id,
         attempt=attempt,
+        replica=replica,
         offset=offset,
         next_offset=next_offset,
         data=data.decode("utf-8", errors="replace"),
-        complete=ended and next_offset >= size,
+        complete=ended and next_offset >= chunk.size,
     )
 
 
@@ -168,7 +177,10 @@ def why(ctx: Context, principal: Principal, ref: str) -> WhyView:
         money = standing(session, ctx, job.budget)
         if job.state == JobState.PENDING:
             reason = session.get(PendingReasonRow, job.id)
-            return WhyView(job_id=job.id, name=job.name, state=job.state, **wait_fields(job, reason), standing=money)
+            rooms = _rooms_for(session, job) if job.kind == JobKind.SESSION.value else []
+            return WhyView(
+                job_id=job.id, name=job.name, state=job.state, **wait_fields(job, reason), standing=money, rooms=rooms
+            )
         run = session.scalars(select(RunRow).where(RunRow.job_id == job.id, RunRow.ended_at.is_(None))).first()
     outlook = _outlook(job, run, now, ctx.policy.max_grace) if run is not None else None
     return WhyView(
@@ -187,10 +199,6 @@ def why(ctx: Context, principal: Principal, ref: str) -> WhyView:
     )
 
 
-BY_ANY = [PreemptReason.FOR_GUARANTEED, PreemptReason.FOR_SESSION, PreemptReason.WINDOW, PreemptReason.RESERVATION]
-BY_EXPIRED = [PreemptReason.FAIR_SHARE, *BY_ANY[1:], PreemptReason.HEADROOM]
-
-
 def _outlook(job: JobRow, run: RunRow, now: int, max_grace: int) -> RunOutlook:
     notice = max(0, min(job.grace, max_grace))
     in_slice = run.slice_end is not None and run.slice_end > now
@@ -200,11 +208,11 @@ def _outlook(job: JobRow, run: RunRow, now: int, max_grace: int) -> RunOutlook:
     elif run.run_class == RunClass.SESSION:
         now_ok, start, by = False, None, [PreemptReason.IDLE_SESSION]
     elif run.run_class == RunClass.GUARANTEED and in_slice:
-        now_ok, start, by = False, run.slice_end, BY_EXPIRED
+        now_ok, start, by = False, run.slice_end, list(reasons_that_may_take(opportunistic=False, slice_expired=True))
     elif run.run_class == RunClass.GUARANTEED:
-        now_ok, start, by = True, None, BY_EXPIRED
+        now_ok, start, by = True, None, list(reasons_that_may_take(opportunistic=False, slice_expired=True))
     else:
-        now_ok, start, by = True, None, [*BY_ANY, PreemptReason.HEADROOM]
+        now_ok, start, by = True, None, list(reasons_that_may_take(opportunistic=True, slice_expired=False))
     return RunOutlook(
         attempt=run.attempt,
         run_class=run.run_class,
@@ -243,6 +251,13 @@ def _running_message(job: JobRow, o: RunOutlook | None) -> str:
         f"opportunistic: it may be preempted at any cycle with {o.notice}s notice by guaranteed work, a session, "
         "a capacity window or a reservation"
     )
+
+
+def _rooms_for(session: Session, job: JobRow) -> list[SessionRoomView]:
+    """The session rooms of the clusters a session may run on (all, when it names none)."""
+    rooms = session_rooms(session)
+    allowed = set(job.clusters or ())
+    return [r for c, r in sorted(rooms.items()) if not allowed or c in allowed]
 
 
 NOT_CONSIDERED = "the scheduler has not considered this job yet"

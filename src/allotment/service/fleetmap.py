@@ -1,5 +1,5 @@
-"""The fleet as a map: every cluster with its nodes, each node's GPUs in use, state, and for draining nodes when
-they will be empty.
+"""The fleet as a map: every cluster with its nodes and session room, each node's GPUs in use, state, and for
+draining nodes when they will be empty.
 
 Owns: two queries for the whole fleet (nodes; open runs with their placements, slice ends, kill deadlines and
 grace), so a fleet of hundreds of nodes is one cheap read, and the drain estimate of every draining node from that
@@ -14,13 +14,37 @@ Must not: change node states (service.nodes does) or write anything.
 from __future__ import annotations
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
+from allotment.changes.room import ROOM_KEY
 from allotment.core.model import NodeState
 from allotment.service.context import Context
 from allotment.service.dashboard_views import FleetCluster, FleetMap, FleetNode
 from allotment.service.principal import Principal
+from allotment.service.views import SessionRoomView
 from allotment.store.db import reading
+from allotment.store.records import get_state
 from allotment.store.tables import JobRow, NodeRow, RunRow
+
+
+def session_rooms(session: Session) -> dict[str, SessionRoomView]:
+    """Each cluster's session room as the engine's last cycle sized it and recorded it (changes.room)."""
+    raw = get_state(session, ROOM_KEY)
+    if not isinstance(raw, dict):
+        return {}
+    return {
+        str(c): SessionRoomView(
+            cluster=str(c),
+            gpus=int(r.get("gpus", 0)),
+            whole=int(r.get("whole", 0)),
+            floor=int(r.get("floor", 0)),
+            demand=int(r.get("demand", 0)),
+            shape=int(r.get("shape", 0)),
+            ceiling=int(r.get("ceiling", 0)),
+        )
+        for c, r in sorted(raw.items())
+        if isinstance(r, dict)
+    }
 
 
 def _leaves_at(slice_end: int | None, kill_at: int | None, grace: int, now: int, forced: bool, max_grace: int) -> int:
@@ -54,6 +78,7 @@ def fleet_map(ctx: Context, principal: Principal, cluster: str | None = None) ->
                 used[node] = used.get(node, 0) + len(allocation["gpus"])
                 jobs.setdefault(node, set()).add(job_id)
                 leaving.setdefault(node, []).append((slice_end, kill_at, grace))
+        rooms = session_rooms(session)
         clusters: dict[str, list[FleetNode]] = {}
         for row in session.scalars(stmt):
             empty_by = None
@@ -77,7 +102,11 @@ def fleet_map(ctx: Context, principal: Principal, cluster: str | None = None) ->
         now=now,
         clusters=[
             FleetCluster(
-                name=name, gpus=sum(n.gpus for n in nodes), used_gpus=sum(n.used_gpus for n in nodes), nodes=nodes
+                name=name,
+                gpus=sum(n.gpus for n in nodes),
+                used_gpus=sum(n.used_gpus for n in nodes),
+                nodes=nodes,
+                room=rooms.get(name),
             )
             for name, nodes in sorted(clusters.items())
         ],

@@ -2,7 +2,8 @@
 
 Owns: the deployment's rules on a spec (the budget exists, is a leaf and the user may charge it; GPU types and
 clusters exist; some pool of the fleet could ever hold the gang (service.shapes); slice, grace and session limits
-fit the policy), idempotent submission by client request id
+fit the policy; an omitted slice or grace takes the policy's default, clamped to its limits: `slice_of`,
+`grace_of`), idempotent submission by client request id
 (scoped to the user), listing with filters and cursor pagination (newest first), the job detail (history, runs,
 slices, charges) and cancellation requests. Every check happens before the one transaction that writes, so a
 rejected submission leaves the database as it was.
@@ -23,7 +24,8 @@ from sqlalchemy.orm import Session
 
 from allotment.config.errors import Loc
 from allotment.config.limits import MAX_REQUEST_ID
-from allotment.core.model import ContractClass, JobKind
+from allotment.core.model import ContractClass, JobKind, PolicyConfig
+from allotment.executors.accounts import NoAccount
 from allotment.ledger import INFRASTRUCTURE, EntryKind
 from allotment.service.context import Context
 from allotment.service.errors import (
@@ -88,11 +90,11 @@ def _check_spec(
     for i, cluster in enumerate(spec.resources.clusters):
         if cluster not in known:
             bad(("resources", "clusters", i), f"unknown cluster {cluster!r} (known: {', '.join(sorted(known))})")
-    if spec.grace > policy.max_grace:
+    if spec.grace is not None and spec.grace > policy.max_grace:
         bad(("grace",), f"{spec.grace}s is longer than the longest grace allowed ({policy.max_grace}s)")
     if spec.max_runtime is not None and spec.max_runtime <= 0:
         bad(("max_runtime",), "must be positive")
-    length = spec.slice_seconds
+    length = slice_of(spec, policy)
     if spec.kind is JobKind.SESSION:
         if spec.total_gpus > policy.session_max_gpus:
             bad(("resources", "gpus"), f"a session holds at most {policy.session_max_gpus} GPUs ({spec.total_gpus})")
@@ -111,6 +113,19 @@ def _check_spec(
         if impossible is not None:
             bad(*impossible)
     return problems
+
+
+def slice_of(spec: JobSpec, policy: PolicyConfig) -> int:
+    """The slice (a session's length) the spec asks for, or the policy's default when it names none: the defaults
+    are filled here, on the server, so every client gets the same answer and the submission echoes it."""
+    if spec.contract.slice is not None:
+        return spec.contract.slice
+    return policy.default_session_length if spec.kind is JobKind.SESSION else policy.default_slice_of
+
+
+def grace_of(spec: JobSpec, policy: PolicyConfig) -> int:
+    """The grace the spec asks for, or the policy's default (default_grace capped at max_grace)."""
+    return spec.grace if spec.grace is not None else policy.default_grace_of
 
 
 def _request_key(principal: Principal, request_id: str | None) -> str | None:
@@ -199,6 +214,10 @@ def _submission(
     """The store's record of a checked request; raises Invalid or Forbidden for a request that may not be made."""
     spec, principal = req.doc.value, req.principal
     key = _request_key(principal, req.request_id)
+    try:
+        ctx.run_as.require(principal.user)  # owner mode: a job runs as its owner, so the owner needs an account
+    except NoAccount as exc:
+        raise Invalid.of("user", exc.message) from None
     problems = _check_spec(ctx, principal, req.doc, parents, known, shapes)
     if problems:
         raise Invalid("the job spec is invalid: " + "; ".join(str(p) for p in problems), problems)
@@ -211,9 +230,9 @@ def _submission(
         name=spec.name or "",
         kind=spec.kind,
         contract=spec.contract.contract_class,
-        slice_seconds=spec.slice_seconds,
+        slice_seconds=slice_of(spec, ctx.policy),
         priority=spec.priority,
-        grace=spec.grace,
+        grace=grace_of(spec, ctx.policy),
         max_runtime=spec.max_runtime,
         gpu_types=spec.resources.gpu_types,
         clusters=spec.resources.clusters,

@@ -1,8 +1,9 @@
 """Interactive sessions: request one, see how to attach, release it.
 
-Owns: the SessionRequest (a small job of kind `session`: budget, GPUs, length, optional command, placement
-preferences), turning it into a job spec submitted like any other, and the attach information of a running session
-(its node, GPUs and the command that reaches them). Releasing a session is cancelling its job.
+Owns: the SessionRequest (a small job of kind `session`: budget, GPUs, length, grace, optional command, placement
+preferences; an omitted length or grace takes the policy's default, clamped, like any job's), turning it into a
+job spec submitted like any other, and the attach information of a running session (its node, GPUs and the command
+that reaches them). Releasing a session is cancelling its job.
 
 Must not: start or attach anything itself: the engine starts sessions and the executor runs them.
 """
@@ -17,7 +18,7 @@ from sqlalchemy import select
 from allotment.config.fields import Duration, Name
 from allotment.config.limits import MAX_ARGS
 from allotment.core.jobstate import JobState
-from allotment.core.model import JobKind
+from allotment.core.model import JobKind, PolicyConfig
 from allotment.service.context import Context
 from allotment.service.errors import NotFound
 from allotment.service.jobs import cancel_job, submit_job, summary, visible_job
@@ -28,16 +29,16 @@ from allotment.service.yamlinput import Document, from_data
 from allotment.store.db import reading
 from allotment.store.tables import RunRow
 
-DEFAULT_LENGTH = 3600
-
 
 class SessionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     budget: Name
     gpus: GpuCount = 1
-    length: Duration = DEFAULT_LENGTH
-    """How long the session may hold its GPUs."""
+    length: Duration | None = None
+    """How long the session may hold its GPUs (default: the policy's default_slice, at most session_max_length)."""
+    grace: Duration | None = None
+    """SIGTERM → SIGKILL notice when it ends (default: the policy's default_grace, at most max_grace)."""
     command: Annotated[list[Argument], Field(min_length=1, max_length=MAX_ARGS)] | None = None
     """What the session runs while it is held (default: sleep for its length)."""
     name: Name | None = None
@@ -46,25 +47,28 @@ class SessionRequest(BaseModel):
     env: Env = Field(default_factory=dict)
 
 
-def session_spec(request: SessionRequest) -> Document[JobSpec]:
+def session_spec(request: SessionRequest, policy: PolicyConfig) -> Document[JobSpec]:
+    """The job spec of a session; the length the command sleeps is the one the submission will be given."""
+    length = request.length if request.length is not None else policy.default_session_length
     data: dict[str, Any] = {
         "name": request.name or f"session-{request.budget}",
         "budget": request.budget,
-        "command": request.command or ["sleep", str(request.length)],
+        "command": request.command or ["sleep", str(length)],
         "env": dict(request.env),
         "kind": JobKind.SESSION.value,
         "resources": {"gpus": request.gpus, "gpu_types": list(request.gpu_types), "clusters": list(request.clusters)},
-        "contract": {"slice": request.length},
-        "grace": 30,
+        "contract": {"slice": length},
         "requeue": False,
     }
+    if request.grace is not None:
+        data["grace"] = request.grace
     return from_data(JobSpec, data, "session request")
 
 
 def request_session(
     ctx: Context, principal: Principal, request: SessionRequest, request_id: str | None = None
 ) -> SessionView:
-    submitted = submit_job(ctx, principal, session_spec(request), request_id)
+    submitted = submit_job(ctx, principal, session_spec(request, ctx.policy), request_id)
     return get_session(ctx, principal, submitted.job.id)
 
 

@@ -4,7 +4,8 @@ Owns: the JobSpec model (name, budget, command as an argv list or a shell-like s
 workdir, resources {gpus per replica, replicas, gpu_types, clusters}, contract {class, slice, fallback_opportunistic},
 kind, priority, grace, max_runtime, requeue), `parse_spec` for YAML text with field, line and reason for every
 problem, and `spec_from_data` for JSON. Durations are seconds or strings like 30m, 8h, 2d. Unknown keys are errors;
-a spec names no user: jobs always run as the authenticated user.
+a spec names no user: jobs always run as the authenticated user. An omitted slice or grace stays None here: the
+server's policy supplies it (service.jobs), so every client gets the same default.
 
 Must not: check what depends on the deployment (the budget, the fleet, the policy's limits): service.jobs does.
 """
@@ -119,7 +120,8 @@ class Resources(_Model):
 class Contract(_Model):
     contract_class: ContractClass = Field(default=ContractClass.GUARANTEED, alias="class")
     slice: Duration | None = None
-    """The run slice a guaranteed job asks for (sessions: the session's length). Default: one hour."""
+    """The run slice a guaranteed job asks for (sessions: the session's length). Omitted: the server's policy
+    default (`default_slice` clamped to its limits, service.jobs fills it in)."""
     fallback_opportunistic: StrictBool = False
     """Run opportunistically while the budget cannot fund a slice."""
 
@@ -136,8 +138,9 @@ class JobSpec(_Model):
     kind: JobKind = JobKind.BATCH
     priority: Annotated[StrictInt, Field(ge=-MAX_PRIORITY, le=MAX_PRIORITY)] = 0
     """Orders this job among its own budget's jobs only."""
-    grace: Duration = 60
-    """Seconds between SIGTERM and SIGKILL when the job is preempted."""
+    grace: Duration | None = None
+    """Seconds between SIGTERM and SIGKILL when the job is preempted. Omitted: the server's policy default
+    (`default_grace` capped at `max_grace`, service.jobs fills it in)."""
     max_runtime: Duration | None = None
     requeue: StrictBool = True
     """Go back to the queue after a preemption."""
@@ -156,10 +159,6 @@ class JobSpec(_Model):
         if too_large:
             raise ValueError(too_large)
         return self
-
-    @property
-    def slice_seconds(self) -> int:
-        return self.contract.slice if self.contract.slice is not None else 3600
 
     @property
     def total_gpus(self) -> int:

@@ -115,6 +115,8 @@ class JobPage(View):
 class LogChunk(View):
     job_id: str
     attempt: int | None
+    replica: int | None
+    """The replica whose own output this is; None: every replica's (a gang's lines each labelled `N: `)."""
     offset: int
     next_offset: int
     data: str
@@ -157,6 +159,22 @@ class RunOutlook(View):
     """For a job being preempted or cancelled: when it is killed if it has not left."""
 
 
+class SessionRoomView(View):
+    """A cluster's session room as the engine's last cycle sized it (docs/policy.md §4, `adaptive-room`)."""
+
+    cluster: str
+    gpus: int
+    """GPUs kept free, or held only by work that leaves within seconds, for sessions."""
+    whole: int
+    """How many of them are kept on one node (the largest recent session; 0: any spread)."""
+    floor: int
+    demand: int
+    """The window's quantile of concurrent session GPUs (policy.room_quantile, room_window)."""
+    shape: int
+    """The largest session's GPUs on one node within the window."""
+    ceiling: int
+
+
 class WhyView(View):
     job_id: str
     name: str = ""
@@ -170,6 +188,8 @@ class WhyView(View):
     hints: list[Hint]
     explained_at: int | None
     standing: Standing
+    rooms: list[SessionRoomView] = []
+    """For a session: the session room of each cluster it may run on."""
     run: RunOutlook | None = None
     """A running job's outlook (None while it waits)."""
 

@@ -16,6 +16,7 @@ Must not: define tables or queries.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -88,7 +89,7 @@ def make_engine(url: str | None = None, **kwargs: Any) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
         if database and database != ":memory:" and not database.startswith("file:"):
-            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            _create_private(Path(database).expanduser())
         engine = create_engine(parsed, **kwargs)
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
@@ -97,6 +98,16 @@ def make_engine(url: str | None = None, **kwargs: Any) -> Engine:
         kwargs.setdefault("pool_pre_ping", True)
         return create_engine(parsed, **kwargs)
     raise ValueError(f"unsupported database {parsed.get_backend_name()!r}: use sqlite:/// or postgresql+psycopg://")
+
+
+def _create_private(path: Path) -> None:
+    """Create a SQLite database file that does not exist yet, readable by its owner only: its directory 0700 when
+    this creates it, the file 0600 (empty: a valid empty database). SQLite gives the -wal and -shm files the
+    database file's mode, so they are 0600 too. An existing file or directory keeps its mode."""
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:

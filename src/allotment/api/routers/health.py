@@ -1,10 +1,10 @@
 """Health, readiness and metrics probes, without authentication.
 
-Owns: /health (liveness and database reachability, kept for existing clients), /healthz (liveness: the process
-answers), /readyz (ready to serve: the database answers, the engine — this instance's or the leader's — finished a
-cycle within READY_WITHIN engine seconds, and this instance's role: leader, standby or starting) and /metrics
-(Prometheus text). Must not: reveal anything about individual jobs or users (metrics are aggregates by budget,
-class and state).
+Owns: /health (liveness, database reachability and the run-as mode: owner or single-user), /healthz (liveness: the
+process answers), /readyz (ready to serve: the database answers, the engine — this instance's or the leader's —
+finished a cycle within READY_WITHIN engine seconds, and this instance's role: leader, standby or starting) and
+/metrics (Prometheus text). Must not: reveal anything about individual jobs or users (metrics are aggregates by
+budget, class and state).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def health(ctx: Ctx) -> Health:
         ok = True
     except SQLAlchemyError:
         ok = False
-    return Health(status="ok" if ok else "degraded", time=ctx.now(), database=ok)
+    return Health(status="ok" if ok else "degraded", time=ctx.now(), database=ok, run_as=ctx.run_as.mode.value)
 
 
 @router.get("/healthz")

@@ -128,9 +128,11 @@ def logs(
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     attempt: Annotated[int | None, Query(ge=0, le=MAX_COUNT)] = None,
     limit: Annotated[int, Query(ge=1, le=explain.MAX_CHUNK)] = 65536,
+    replica: Annotated[int | None, Query(ge=0, description="Only this replica's output (default: all)")] = None,
 ) -> LogChunk:
-    """The attempt's output from byte `offset`; call again with `next_offset` to follow until `complete`."""
-    return explain.read_logs(ctx, caller, job_id, offset=offset, attempt=attempt, limit=limit)
+    """The attempt's output from byte `offset`; call again with `next_offset` to follow until `complete`. A gang's
+    output has each replica's lines labelled `N: `; `replica` gives one replica's own output instead."""
+    return explain.read_logs(ctx, caller, job_id, offset=offset, attempt=attempt, limit=limit, replica=replica)
 
 
 @router.get("/{job_id}/why", response_model=WhyView)

@@ -1,13 +1,15 @@
 """The local process executor: runs attempts as processes on this host, each under a detached supervisor.
 
-Owns: the state directory (`<state_dir>/active/` and `<state_dir>/jobs/<job_id>/<attempt>/`), launching
-supervisors, terminate() (SIGTERM to the job's process group now, the SIGKILL deadline stored durably),
-turning what the supervisors recorded into events delivered once each, and alive() for reconciliation.
+Owns: the state directory (`<state_dir>/active/` and `<state_dir>/jobs/<job_id>/<attempt>/`, the server's alone), in
+owner mode the jobs' own directories (`<jobs_dir>/<account>/<job_id>.<attempt>`, each its account's, 0700) and the
+account each attempt runs as (written into spec.json for the supervisor), launching supervisors, terminate()
+(SIGTERM to the job's process group now, the SIGKILL deadline stored durably), turning what the supervisors recorded
+into events delivered once each, and alive() for reconciliation.
 
-Must not: keep state that matters only in memory (a new instance on the same state directory must carry on
-where the last one stopped), run anything through a shell, or decide anything. Imports only the standard
-library and allotment.core/ports (and this package's stdlib-only modules), so it runs with the repository on
-PYTHONPATH alone.
+Must not: keep state that matters only in memory (a new instance on the same state directory must carry on where the
+last one stopped), run anything through a shell, or decide anything. Imports only the standard library and
+allotment.core/ports (and this package's stdlib-only modules, and executors.accounts), so it runs with the
+repository on PYTHONPATH alone.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from allotment.executors.accounts import Account, NoAccount, RunAs, identity_environment, passable_dir, private_dir
 from allotment.executors.environment import inherited_environment, job_command, job_environment
 from allotment.executors.local import sessions
 from allotment.executors.local import supervisor as sv
@@ -51,13 +54,22 @@ class LocalExecutor:
         base_env: Mapping[str, str] | None = None,
         python: str | None = None,
         startup_timeout: float = 60.0,
+        run_as: RunAs | None = None,
+        jobs_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         """`nodes`: the node names this executor runs (default: this host's name); a placement on any other
         node is refused with a LOST event. `base_env`: the environment jobs inherit (default: this process's,
         read at each launch) before the executor's own variables. `python`: the interpreter for supervisors
         (default: this one). `startup_timeout`: how long a supervisor that a previous instance started may
-        take to come up before its attempt is reported LOST."""
+        take to come up before its attempt is reported LOST. `run_as`: whose account jobs run as (default:
+        single-user, the server's own); in owner mode each job runs as its owner's account, with its working
+        directory `<jobs_dir>/<account>/<job_id>.<attempt>` (0700, owned by the account; `jobs_dir` must then be
+        given, outside the state directory)."""
         self.state_dir = Path(state_dir).resolve()
+        self.run_as = run_as if run_as is not None else RunAs()
+        self.jobs_dir = Path(jobs_dir).resolve() if jobs_dir is not None else None
+        if self.run_as.owner and self.jobs_dir is None:
+            raise ValueError("owner mode needs a jobs_dir for the jobs' own directories (outside the state directory)")
         self.nodes = frozenset(nodes) if nodes is not None else frozenset({socket.gethostname()})
         if not self.nodes:
             raise ValueError("a LocalExecutor needs at least one node name")
@@ -66,6 +78,8 @@ class LocalExecutor:
         self.startup_timeout = startup_timeout
         self._active = self.state_dir / "active"
         self._jobs = self.state_dir / "jobs"
+        if not self.state_dir.exists():
+            self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._active.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._jobs.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._children: dict[tuple[str, int], int] = {}
@@ -80,9 +94,18 @@ class LocalExecutor:
         _check_id(job_id, attempt)
         return self._jobs / job_id / str(attempt)
 
-    def log_path(self, job_id: str, attempt: int) -> Path:
-        """The attempt's combined stdout and stderr (it exists once the job has started)."""
-        return self.attempt_dir(job_id, attempt) / sv.OUTPUT
+    def log_path(self, job_id: str, attempt: int, replica: int | None = None) -> Path:
+        """The attempt's stdout and stderr as its supervisor copied them (it exists once the supervisor runs):
+        every replica, labelled for a gang; with `replica`, that replica's own output (a gang's per-replica file;
+        for a single replica, the same file)."""
+        d = self.attempt_dir(job_id, attempt)
+        if replica is None:
+            return d / sv.OUTPUT
+        spec = sv.read_json(d / sv.SPEC)
+        replicas = len(spec["replicas"]) if spec is not None else 1
+        if not 0 <= replica < replicas:
+            raise ValueError(f"attempt {attempt} of {job_id} has no replica {replica} (it has {replicas})")
+        return d / (sv.replica_output(replica) if replicas > 1 else sv.OUTPUT)
 
     # -- the Executor port ---------------------------------------------------------------------------------
 
@@ -98,7 +121,15 @@ class LocalExecutor:
             write = sv.write_json
             write(d / sv.EXIT, {"ended_at": time.time(), "signal": None, "terminated": False, **refusal})
             return
-        workdir = spec.workdir if spec.workdir is not None else str(d)
+        try:
+            account = self.run_as.account(spec.user)
+            workdir = spec.workdir if spec.workdir is not None else str(self._workdir(d, account, spec))
+        except (NoAccount, OSError) as exc:
+            detail = exc.message if isinstance(exc, NoAccount) else f"no working directory for the job: {exc}"
+            record = {"kind": EventKind.EXITED.value, "exit_code": sv.EXIT_NOT_STARTED, "detail": detail}
+            sv.write_json(d / sv.EXIT, {"ended_at": time.time(), "signal": None, "terminated": False, **record})
+            return
+        identity = identity_environment(account) if account is not None else {}
         sv.write_json(
             d / sv.SPEC,
             {
@@ -109,7 +140,8 @@ class LocalExecutor:
                 "workdir": workdir,
                 "grace": spec.grace,
                 "nodes": [a.node for a in spec.placement],
-                "replicas": [{"env": job_environment(spec, rank)} for rank in range(len(spec.placement))],
+                "replicas": [{"env": {**identity, **job_environment(spec, r)}} for r in range(len(spec.placement))],
+                "account": None if account is None else account.spec(),
                 "created_at": time.time(),
             },
         )
@@ -176,6 +208,16 @@ class LocalExecutor:
         if not spec.command:
             return {"kind": EventKind.EXITED.value, "exit_code": sv.EXIT_NOT_STARTED, "detail": "the command is empty"}
         return None
+
+    def _workdir(self, d: Path, account: Account | None, spec: LaunchSpec) -> Path:
+        """The job's own directory: in single-user mode the attempt's state directory; in owner mode
+        `<jobs_dir>/<account>/<job_id>.<attempt>`, 0700 and owned by the account (the state directory, which holds
+        spec.json with the job's secrets and the supervisor's records, stays the server's)."""
+        if account is None:
+            return d
+        assert self.jobs_dir is not None
+        home = private_dir(passable_dir(self.jobs_dir) / account.name, account)
+        return private_dir(home / _marker(spec.job_id, spec.attempt), account)
 
     def _spawn_supervisor(self, job_id: str, attempt: int, d: Path) -> None:
         env = inherited_environment(self.base_env if self.base_env is not None else os.environ)

@@ -51,6 +51,8 @@ class SessionContext:
     env: dict[str, str]
     """The session's own variables (CUDA_VISIBLE_DEVICES, ALLOT_*, spec.env) for its first replica."""
     workdir: str
+    account: dict[str, Any] | None = None
+    """Owner mode: the Unix account the session runs as (spec.json's `account`); a client attaches as it too."""
 
 
 def running_attempt(state_dir: Path, job_id: str) -> Path:
@@ -83,6 +85,7 @@ def session_context(d: Path) -> SessionContext:
         node=str(spec["nodes"][0]),
         env={str(k): str(v) for k, v in replica["env"].items()},
         workdir=str(spec["workdir"]),
+        account=spec.get("account"),
     )
 
 

@@ -1,9 +1,12 @@
 """The supervisor of one attempt of the local executor: a small process that outlives the server.
 
-Owns: starting the attempt's argument vector (never through a shell) in its own process group, recording the
-job's pids, forwarding termination (SIGTERM now, SIGKILL at the recorded deadline), and writing the exit
-record atomically into the attempt's state directory. Also owns the names of the files in that directory and
-the helpers that read and write them, which the executor imports from here.
+Owns: starting the attempt's argument vector (never through a shell) in its own process group, as the account
+spec.json names when it names one (owner mode: uid, gid and every group of the job's owner; the executor puts
+its HOME, USER, LOGNAME and SHELL into each replica's env), recording the job's pids, forwarding termination
+(SIGTERM now, SIGKILL at the recorded deadline), copying each replica's output from a pipe into log files that it
+alone opens and writes (the job never sees a path to them), and writing the exit record atomically into the
+attempt's state directory. Also owns the names of the files in that directory and the helpers that read and write
+them, which the executor imports from here.
 
 Must not: import anything but the standard library. The executor runs this file by path with `python -I`, so
 it works with no package on sys.path; nor may it decide anything: it runs what spec.json says.
@@ -17,7 +20,9 @@ import contextlib
 import fcntl
 import json
 import os
+import selectors
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -38,7 +43,8 @@ TERMINATE = "terminate.json"
 EXIT = "exit.json"
 """The final record: kind (exited or lost), exit code, signal, when, and a detail line."""
 OUTPUT = "output.log"
-"""The job's stdout and stderr, combined, appended by every replica."""
+"""The job's stdout and stderr as the supervisor copied them from its pipes. One replica: its bytes as written. A
+gang: every replica's lines, each once, each prefixed with its replica's label (`label()`)."""
 SUPERVISOR_LOG = "supervisor.log"
 """The supervisor's own diagnostics."""
 
@@ -47,6 +53,14 @@ EXIT_NOT_STARTED = 127
 
 TICK = 0.05
 """Seconds between the supervisor's checks of its children and of terminate.json."""
+READ_SIZE = 65536
+READS_PER_PIPE = 16
+"""One look at a ready pipe reads at most READ_SIZE * READS_PER_PIPE bytes, so output never delays a tick much."""
+MAX_LINE = 65536
+"""A gang's line longer than this (no newline yet) is written to the combined log in parts, each labelled."""
+DRAIN_LIMIT = 1.0
+"""Seconds the supervisor keeps reading after the job has ended, for output still in the pipes. Only a process
+that left the job's process group (and so escaped its SIGKILL) can keep a pipe open that long."""
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
@@ -103,6 +117,138 @@ def signal_group(pgid: int, sig: int) -> bool:
     return True
 
 
+def replica_output(replica: int) -> str:
+    """The name of a gang replica's own output file: its bytes as written, unlabelled."""
+    return f"output.{int(replica)}.log"
+
+
+def label(replica: int, replicas: int) -> bytes:
+    """The prefix of a gang replica's lines in the combined log: its rank right-aligned to the widest rank, then
+    ": " (the format of `srun --label`, so both executors label the same way)."""
+    width = len(str(max(replicas - 1, 0)))
+    return f"{replica:>{width}}: ".encode()
+
+
+def open_log(path: Path) -> int:
+    """Open (create) one of the attempt's log files for appending, never through a link or onto a FIFO."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o600)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file")
+    os.set_blocking(fd, True)
+    return fd
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+class Output:
+    """Copies each replica's pipe into the attempt's log files without ever blocking the supervisor's loop.
+
+    The job holds only the write end of a pipe; the files are opened here, before the job starts, and written
+    only here. A full disk loses output (reported once in supervisor.log), never the exit record."""
+
+    def __init__(self, directory: Path, replicas: int) -> None:
+        self.replicas = replicas
+        self.gang = replicas > 1
+        self.combined = open_log(directory / OUTPUT)
+        self.own = [open_log(directory / replica_output(r)) for r in range(replicas)] if self.gang else []
+        self.labels = [label(r, replicas) for r in range(replicas)]
+        self.partial = [b""] * replicas
+        self.selector = selectors.DefaultSelector()
+        self.failed = False
+        self.closed = False
+
+    def add(self, replica: int, fd: int) -> None:
+        """Start copying `fd` (the read end of replica `replica`'s pipe); this object closes it."""
+        os.set_blocking(fd, False)
+        self.selector.register(fd, selectors.EVENT_READ, replica)
+
+    @property
+    def open_pipes(self) -> int:
+        return len(self.selector.get_map())
+
+    def pump(self, timeout: float) -> None:
+        """Wait up to `timeout` seconds for output and copy what is ready (a bounded amount per pipe)."""
+        if not self.open_pipes:
+            time.sleep(timeout)
+            return
+        for key, _events in self.selector.select(timeout):
+            self._read(key.fd, int(key.data))
+
+    def drain(self, limit: float) -> None:
+        """Copy what is left in the pipes until every one reaches end of file or `limit` seconds pass."""
+        deadline = time.monotonic() + limit
+        while self.open_pipes and time.monotonic() < deadline:
+            self.pump(min(TICK, max(deadline - time.monotonic(), 0.0)))
+        self.close()
+
+    def note(self, text: str) -> None:
+        """A line of the supervisor's own in the combined log (e.g. why the program could not start)."""
+        self._write(self.combined, f"allotment: {text}\n".encode())
+
+    def close(self) -> None:
+        """Flush and close everything (again: nothing)."""
+        if self.closed:
+            return
+        self.closed = True
+        for key in list(self.selector.get_map().values()):
+            self._finish(key.fd, int(key.data))
+        self.selector.close()
+        for fd in (self.combined, *self.own):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def _read(self, fd: int, replica: int) -> None:
+        for _ in range(READS_PER_PIPE):
+            try:
+                data = os.read(fd, READ_SIZE)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self._finish(fd, replica)
+                return
+            self._copy(replica, data)
+
+    def _finish(self, fd: int, replica: int) -> None:
+        """End of a pipe: its replica's unterminated last line goes out with a newline."""
+        self.selector.unregister(fd)
+        os.close(fd)
+        if self.partial[replica]:
+            self._write(self.combined, self.labels[replica] + self.partial[replica] + b"\n")
+            self.partial[replica] = b""
+
+    def _copy(self, replica: int, data: bytes) -> None:
+        if not self.gang:
+            self._write(self.combined, data)
+            return
+        self._write(self.own[replica], data)
+        pending = self.partial[replica] + data
+        end = pending.rfind(b"\n") + 1
+        tag = self.labels[replica]
+        if end:
+            self._write(self.combined, b"".join(tag + line for line in pending[:end].splitlines(keepends=True)))
+        rest = pending[end:]
+        while len(rest) > MAX_LINE:
+            self._write(self.combined, tag + rest[:MAX_LINE] + b"\n")
+            rest = rest[MAX_LINE:]
+        self.partial[replica] = rest
+
+    def _write(self, fd: int, data: bytes) -> None:
+        try:
+            _write_all(fd, data)
+        except OSError as exc:
+            if not self.failed:
+                self.failed = True
+                print(f"output lost: {exc}", file=sys.stderr, flush=True)
+
+
 class Supervisor:
     def __init__(self, attempt_dir: Path) -> None:
         self.dir = attempt_dir
@@ -113,6 +259,8 @@ class Supervisor:
         self.workdir: str = str(spec["workdir"])
         self.grace: int = int(spec["grace"])
         self.replicas: list[dict[str, Any]] = list(spec["replicas"])
+        self.account: dict[str, Any] | None = spec.get("account")
+        """Owner mode: the Unix account (uid, gid, groups, home, shell) every replica runs as; None: this one's."""
         self.pgid = 0
         self.kill_at: float | None = None
         self.killed = False
@@ -155,30 +303,41 @@ class Supervisor:
             self.killed = True
             signal_group(self.pgid, signal.SIGKILL)
 
-    def _spawn(self, log_fd: int) -> list[subprocess.Popen[bytes]] | str:
+    def _spawn(self, output: Output) -> list[subprocess.Popen[bytes]] | str:
         procs: list[subprocess.Popen[bytes]] = []
-        for replica in self.replicas:
+        identity: dict[str, Any] = {}
+        account = self.account
+        if account is not None:
+            # The replicas drop to the owner's account, groups included, between fork and exec.
+            identity = {"user": int(account["uid"]), "group": int(account["gid"])}
+            identity["extra_groups"] = [int(g) for g in account["groups"]]
+        for rank, replica in enumerate(self.replicas):
             env = dict(os.environ)
             env.update({str(k): str(v) for k, v in replica["env"].items()})
+            read_end, write_end = os.pipe()  # both close-on-exec; Popen gives the job only fds 1 and 2
+            output.add(rank, read_end)
             try:
                 proc = subprocess.Popen(
                     self.argv,
+                    **identity,
                     env=env,
                     cwd=self.workdir,
                     stdin=subprocess.DEVNULL,
-                    stdout=log_fd,
+                    stdout=write_end,
                     stderr=subprocess.STDOUT,
                     close_fds=True,
                     process_group=self.pgid,
                 )
             except OSError as exc:
                 message = f"could not start {self.argv[0]!r}: {exc}"
-                os.write(log_fd, f"allotment: {message}\n".encode())
+                output.note(message)
                 if procs:
                     signal_group(self.pgid, signal.SIGKILL)
                     for p in procs:
                         p.wait()
                 return message
+            finally:
+                os.close(write_end)  # only the job holds the write end: its exit is the pipe's end of file
             if not procs:
                 self.pgid = proc.pid
             procs.append(proc)
@@ -187,8 +346,14 @@ class Supervisor:
     def run(self) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, self._on_signal)
-        log_fd = os.open(self.dir / OUTPUT, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        started = self._spawn(log_fd)
+        output = Output(self.dir, len(self.replicas))
+        try:
+            return self._run(output)
+        finally:
+            output.close()
+
+    def _run(self, output: Output) -> int:
+        started = self._spawn(output)
         if isinstance(started, str):
             write_json(
                 self.dir / EXIT,
@@ -203,7 +368,6 @@ class Supervisor:
             )
             return 0
         procs = started
-        os.close(log_fd)
         write_json(
             self.dir / JOB,
             {
@@ -214,10 +378,11 @@ class Supervisor:
             },
         )
         try:
-            returncode = self._wait(procs)
+            returncode = self._wait(procs, output)
         finally:
             # Nothing of the attempt outlives it: stragglers left in its process group are killed.
             signal_group(self.pgid, signal.SIGKILL)
+        output.drain(DRAIN_LIMIT)  # what the job wrote last is in the log before the exit record
         self.terminated = self.terminated or (self.dir / TERMINATE).exists()  # asked for just before it ended
         code = exit_code_of(returncode)
         sig = signal.Signals(-returncode).name if returncode < 0 else None
@@ -238,8 +403,9 @@ class Supervisor:
         )
         return 0
 
-    def _wait(self, procs: list[subprocess.Popen[bytes]]) -> int:
-        """Wait for every replica; the attempt's code is the first non-zero one, else 0."""
+    def _wait(self, procs: list[subprocess.Popen[bytes]], output: Output) -> int:
+        """Wait for every replica, copying their output meanwhile; the attempt's code is the first non-zero one,
+        else 0. Replicas that closed their output early, or children that keep it open, change nothing here."""
         first_failure: int | None = None
         running = list(procs)
         while running:
@@ -256,7 +422,7 @@ class Supervisor:
             if not running:
                 break
             self._check_terminate(time.time())
-            time.sleep(TICK)
+            output.pump(TICK)
         return 0 if first_failure is None else first_failure
 
 

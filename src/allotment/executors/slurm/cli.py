@@ -72,11 +72,12 @@ class SlurmCli:
             raise SlurmError(argv, f"exit status {done.returncode}: {done.stderr.strip()}")
         return done.stdout
 
-    def sbatch(self, args: Sequence[str], script_path: str) -> int:
+    def sbatch(self, args: Sequence[str], script_path: str, identity: Mapping[str, str] | None = None) -> int:
         """Submit a batch script with `--parsable`; returns the Slurm job id. sbatch runs with a minimal
-        environment (SUBMIT_ENV), so that `--export=ALL` hands the job nothing of this process's environment."""
+        environment (SUBMIT_ENV), so that `--export=ALL` hands the job nothing of this process's environment;
+        `identity` (owner mode: the owner's HOME, USER, LOGNAME, SHELL) replaces the server's."""
         argv = ["sbatch", "--parsable", *args, script_path]
-        out = self.run(argv, env=submit_environment()).strip()
+        out = self.run(argv, env={**submit_environment(), **(identity or {})}).strip()
         first = out.split(";", 1)[0]
         if not first.isdigit():
             raise SlurmError(argv, f"unexpected answer {out!r}")

@@ -1,6 +1,8 @@
 """The Slurm executor: Allotment decides, Slurm runs.
 
 Owns: making launch, terminate and requeue decisions real on a Slurm cluster and reporting what happened:
+- run-as: in owner mode every job is submitted as its owner's Unix account (`sbatch --uid/--gid` from a privileged
+  server), so Slurm runs it as that account; its output file and working directory are the account's;
 - launch: a held batch job (`sbatch --hold`), pinned to exactly the placement's nodes (`scontrol update
   NodeList=`), then released (`scontrol release`); idempotent per (job_id, attempt) through the durable map in
   state.py, including a crash between sbatch and recording its answer (the job is found again by its name);
@@ -15,6 +17,8 @@ after a node failure is reported LOST and cancelled, and the engine decides what
 
 from __future__ import annotations
 
+import logging
+import os
 import secrets
 import time
 from collections.abc import Mapping, Sequence
@@ -23,15 +27,18 @@ from pathlib import Path
 from typing import Any
 
 from allotment.core.model import Allocation
+from allotment.executors.accounts import NoAccount, RunAs, identity_environment, passable_dir, private_dir
 from allotment.executors.environment import job_command
 from allotment.executors.slurm import fleet
 from allotment.executors.slurm.cli import SlurmCli, SlurmError, epoch, exit_code, expand_hostlist, gpu_indices
 from allotment.executors.slurm.cli import job_state as state_of
 from allotment.executors.slurm.script import SLICE_COMMENT, batch_script, job_name, sbatch_args
-from allotment.executors.slurm.state import HELD, RELEASED, SUBMITTING, AttemptRecord, AttemptStore
+from allotment.executors.slurm.state import HELD, REFUSED, RELEASED, SUBMITTING, AttemptRecord, AttemptStore
 from allotment.ports.clock import Clock
 from allotment.ports.executor import EventKind, ExecutorEvent, LaunchSpec
 from allotment.ports.fleet import DiscoveredNode, NodeAction
+
+log = logging.getLogger("allotment.slurm")
 
 FINAL_STATES = frozenset(
     {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "DEADLINE", "PREEMPTED"}
@@ -42,6 +49,8 @@ LOST_STATES = frozenset({"NODE_FAIL", "BOOT_FAIL", "PREEMPTED"})
 RUNNING_STATES = frozenset({"RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "STAGE_OUT", "SIGNALING"})
 HARD_CANCEL_AFTER = 10
 """Seconds after the SIGKILL to the steps before the whole job is cancelled if it still runs."""
+NOT_STARTED = 127
+"""Exit code of an attempt that could not start (the shells' "command not found", as the local executor)."""
 REQUEUE_PAUSE = 1.5
 """Seconds between requeuehold and release: a restart on the same nodes within the same second fails with
 "Job credential revoked"."""
@@ -73,17 +82,30 @@ class SlurmExecutor:
         sbatch_extra: Sequence[str] = (),
         cluster: str = "slurm",
         gpu_type: str = "gpu",
+        run_as: RunAs | None = None,
     ) -> None:
+        """`run_as` (default single-user): in owner mode each job is submitted with `--uid/--gid` of its owner's
+        account (the server must be root or Slurm's SlurmUser), runs in `<output_dir>/<account>/` (0700, the
+        account's), and its output file is created as the account's (0600) in `output_dir`, which must then be
+        reachable from the compute nodes and is made 0711 (passable, not listable)."""
         self.state_dir = Path(state_dir)
         self.output_dir = Path(output_dir) if output_dir is not None else self.state_dir / "out"
+        self.run_as = run_as if run_as is not None else RunAs()
+        if self.run_as.owner and output_dir is None:
+            raise ValueError("owner mode needs an output_dir the jobs' accounts can reach (outside the state dir)")
         self.cli = SlurmCli(conf=slurm_conf)
         self.clock: Clock = clock or _SystemClock()
         self.partition = partition
         self.sbatch_extra = tuple(sbatch_extra)
         self.cluster = cluster
         self.gpu_type = gpu_type
-        (self.state_dir / "scripts").mkdir(parents=True, exist_ok=True)
-        self.output_dir.mkdir(parents=True, exist_ok=True)
+        if not self.state_dir.exists():
+            self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        (self.state_dir / "scripts").mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self.run_as.owner:
+            passable_dir(self.output_dir)
+        else:
+            self.output_dir.mkdir(parents=True, exist_ok=True)
         self.store = AttemptStore(self.state_dir / "slurm-executor.sqlite3")
 
     def close(self) -> None:
@@ -115,10 +137,17 @@ class SlurmExecutor:
     def launch(self, spec: LaunchSpec) -> None:
         spec = replace(spec, command=job_command(spec))
         rec = self.store.get(spec.job_id, spec.attempt)
-        if rec is not None and rec.phase == RELEASED:
+        if rec is not None and rec.phase in (RELEASED, REFUSED):
             return
         if rec is None:
             script = batch_script(spec)  # validates before anything is recorded
+            try:
+                self.run_as.require(spec.user)
+            except NoAccount as exc:
+                log.warning("job %s attempt %d not submitted: %s", spec.job_id, spec.attempt, exc.message)
+                refused = True
+            else:
+                refused = False
             rec = AttemptRecord(
                 job_id=spec.job_id,
                 attempt=spec.attempt,
@@ -127,7 +156,7 @@ class SlurmExecutor:
                 # Unique across executors and state directories: slurmctld remembers ended jobs for a while.
                 name=f"{job_name(spec.job_id, spec.attempt)}.{secrets.token_hex(4)}",
                 nodes=tuple(a.node for a in spec.placement),
-                phase=SUBMITTING,
+                phase=REFUSED if refused else SUBMITTING,
                 gpus=None,
                 started=False,
                 ended=False,
@@ -137,6 +166,8 @@ class SlurmExecutor:
                 submitted_at=self.clock.now(),
             )
             self.store.put(rec)
+            if refused:
+                return
             # A fresh record's name is new: nothing can have been submitted under it, so the job is submitted
             # pinned (--nodelist, exactly the placement's nodes) and held, then released — two commands.
             self._submit_fresh(rec, spec, script)
@@ -173,6 +204,11 @@ class SlurmExecutor:
         now = self.clock.now()
         events: list[ExecutorEvent] = []
         for rec in records:
+            if rec.phase == REFUSED:
+                detail = "not started: its owner has no Unix account to run it as (owner mode; see the server log)"
+                events.append(self._event(rec, EventKind.EXITED, now, NOT_STARTED, detail))
+                self.store.update(rec, ended=True)
+                continue
             if rec.slurm_id is None:
                 continue  # launch() has not finished; it will
             events.extend(self._observe(rec, jobs.get(rec.slurm_id), now))
@@ -256,29 +292,40 @@ class SlurmExecutor:
 
     # -- internals ----------------------------------------------------------------------------------------------
 
+    def _sbatch(self, rec: AttemptRecord, spec: LaunchSpec, script: str, *extra: str) -> int:
+        """Write the script (the server's, 0700: it holds the job's env), prepare the output file and submit."""
+        path = self.state_dir / "scripts" / f"{rec.name}.sh"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o700)
+        with os.fdopen(fd, "w") as f:
+            f.write(script)
+        path.chmod(0o700)
+        output = self.output_dir / f"{rec.name}.out"
+        output.unlink(missing_ok=True)
+        account = self.run_as.account(spec.user)
+        workdir: str | None = None
+        identity: dict[str, str] | None = None
+        if account is not None:
+            # Slurm opens the output as the job's account: it is created as that account's alone beforehand, in a
+            # directory no account can list; the job runs in its account's own directory.
+            fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            os.fchown(fd, account.uid, account.gid)
+            os.close(fd)
+            workdir = str(private_dir(self.output_dir / account.name, account))
+            identity = identity_environment(account)
+        args = sbatch_args(spec, rec.name, str(output), self.partition, self.sbatch_extra, account, workdir)
+        return self.cli.sbatch([*args, *extra], str(path), identity)
+
     def _submit(self, rec: AttemptRecord, spec: LaunchSpec, script: str) -> AttemptRecord:
         found = self._find_by_name(rec.name)
         if found is not None:
             return self.store.update(rec, slurm_id=found, phase=HELD)
-        path = self.state_dir / "scripts" / f"{rec.name}.sh"
-        path.write_text(script)
-        path.chmod(0o700)
-        output = self.output_dir / f"{rec.name}.out"
-        output.unlink(missing_ok=True)
-        args = sbatch_args(spec, rec.name, str(output), self.partition, self.sbatch_extra)
-        slurm_id = self.cli.sbatch(args, str(path))
+        slurm_id = self._sbatch(rec, spec, script)
         return self.store.update(rec, slurm_id=slurm_id, phase=HELD)
 
     def _submit_fresh(self, rec: AttemptRecord, spec: LaunchSpec, script: str) -> None:
         """Submit held and pinned, release, record once. A crash before the record is written leaves the record
         in SUBMITTING: the next launch() finds the job by its name and pins and releases it if still held."""
-        path = self.state_dir / "scripts" / f"{rec.name}.sh"
-        path.write_text(script)
-        path.chmod(0o700)
-        output = self.output_dir / f"{rec.name}.out"
-        output.unlink(missing_ok=True)
-        args = sbatch_args(spec, rec.name, str(output), self.partition, self.sbatch_extra)
-        slurm_id = self.cli.sbatch([*args, f"--nodelist={','.join(rec.nodes)}"], str(path))
+        slurm_id = self._sbatch(rec, spec, script, f"--nodelist={','.join(rec.nodes)}")
         try:
             self.cli.scontrol("release", str(slurm_id))
         except SlurmError:

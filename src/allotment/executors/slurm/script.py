@@ -2,7 +2,8 @@
 
 Owns: turning a LaunchSpec into (a) a bash batch script in which every value that came from a user (the argument
 vector, spec.env, job id, budget, user) appears only as a shlex-quoted word, and (b) the sbatch argument vector
-(held, node count, GPUs per node, name, output file, requeue allowed, no inherited environment).
+(held, node count, GPUs per node, name, output file, requeue allowed, no inherited environment, and in owner mode
+the account Slurm runs the job as).
 Must not: run anything, or interpolate a user string into the script or a `#SBATCH` line unquoted.
 
 The script exports the ALLOT_* variables (the same names as every executor: allotment.executors.environment),
@@ -19,6 +20,7 @@ import hashlib
 import re
 import shlex
 
+from allotment.executors.accounts import Account
 from allotment.executors.environment import job_environment
 from allotment.ports.executor import LaunchSpec
 
@@ -76,8 +78,12 @@ def sbatch_args(
     output: str,
     partition: str | None = None,
     extra: tuple[str, ...] = (),
+    account: Account | None = None,
+    workdir: str | None = None,
 ) -> list[str]:
-    """The sbatch options (each one argv element; nothing passes through a shell)."""
+    """The sbatch options (each one argv element; nothing passes through a shell). `account` (owner mode): Slurm
+    runs the job as that Unix account (`--uid`/`--gid`, which only a privileged submitter may use); `workdir`: the
+    job's directory when the spec names none."""
     k = gpus_per_node(spec)
     args = [
         "--hold",
@@ -95,8 +101,11 @@ def sbatch_args(
     ]
     if k > 0:
         args.append(f"--gres=gpu:{k}")
-    if spec.workdir is not None:
-        args.append(f"--chdir={spec.workdir}")
+    if account is not None:
+        args += [f"--uid={account.uid}", f"--gid={account.gid}"]
+    chdir = spec.workdir if spec.workdir is not None else workdir
+    if chdir is not None:
+        args.append(f"--chdir={chdir}")
     if partition is not None:
         args.append(f"--partition={partition}")
     args.extend(extra)

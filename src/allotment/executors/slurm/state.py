@@ -43,6 +43,8 @@ HELD = "held"
 """Submitted held; not yet pinned and released."""
 RELEASED = "released"
 """Pinned to its nodes and released: Slurm starts it."""
+REFUSED = "refused"
+"""Never submitted: the job's owner has no Unix account to run it as (owner mode); poll reports it EXITED."""
 
 
 @dataclass(frozen=True, slots=True)

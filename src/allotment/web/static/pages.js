@@ -321,10 +321,16 @@ async function jobPage(id) {
   }
   const logs = h("pre", { class: "logs", id: "logs" });
   const more = h("button", { type: "button", id: "logs-more", hidden: true }, "More output");
+  // A gang's output: every replica's lines labelled "N: ", or one replica's own output (its own byte offsets).
+  const replicaChoice = job.replicas > 1 ? h("select", { id: "logs-replica", "aria-label": "Which replica's output" },
+    h("option", { value: "" }, "All replicas (lines labelled N:)"),
+    Array.from({ length: job.replicas }, (_, r) => h("option", { value: String(r) }, `Replica ${r}`))) : null;
   let offset = 0;
   const readLogs = async () => {
     try {
-      const chunk = await api(`/jobs/${q}/logs${query({ offset })}`);
+      const replica = replicaChoice ? replicaChoice.value : "";
+      const chunk = await api(`/jobs/${q}/logs${query({ offset, replica })}`);
+      if (offset === 0) logs.textContent = "";
       logs.append(chunk.data);
       offset = chunk.next_offset;
       more.hidden = chunk.complete || chunk.next_offset === chunk.offset;
@@ -332,6 +338,7 @@ async function jobPage(id) {
     } catch (e) { logs.textContent = e.message; }
   };
   more.addEventListener("click", readLogs);
+  if (replicaChoice) replicaChoice.addEventListener("change", () => { offset = 0; readLogs(); });
   await readLogs();
   const final = ["completed", "failed", "cancelled", "lost"].includes(job.state);
   return h("section", { id: "job", "data-job": job.id, "data-state": job.state },
@@ -352,7 +359,7 @@ async function jobPage(id) {
     h("h2", {}, `Charges (net ${credits(job.charged_micro)} credits)`),
     table(["When", "Budget", "Kind", "Credits", "Memo"], job.charges.map((c) => h("tr", {},
       h("td", {}, when(c.at)), h("td", {}, c.budget), h("td", {}, c.kind), h("td", { class: "num" }, credits(c.amount_micro)), h("td", { class: "small" }, c.memo)))),
-    h("h2", {}, "Output"), logs, more);
+    h("h2", {}, "Output"), replicaChoice, logs, more);
 }
 
 // ---- simulation reports ---------------------------------------------------------------------------------------
