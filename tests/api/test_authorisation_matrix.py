@@ -102,6 +102,8 @@ CASES = [
         lambda a: {"spec": {"budget": "segmentation", "command": "python train.py"}},
     ),
     Case("list jobs", "GET", fixed("/jobs?budget=segmentation"), ANYONE),
+    Case("pending queue", "GET", fixed("/jobs/queue?budget=segmentation"), ANYONE),
+    Case("job history", "GET", fixed("/jobs/history?budget=segmentation"), ANYONE),  # filtered to what each may see
     Case("get job", "GET", lambda a: f"/jobs/{eli_job(a)}", VIEW),
     Case("cancel job", "POST", lambda a: f"/jobs/{eli_job(a)}/cancel", MANAGE),
     Case("job logs", "GET", lambda a: f"/jobs/{eli_job(a)}/logs", VIEW),
@@ -167,6 +169,8 @@ def test_every_route_is_in_the_matrix(api: Api) -> None:
         ("DELETE", "/auth/tokens/{token_id}"),
         ("POST", "/jobs"),
         ("GET", "/jobs"),
+        ("GET", "/jobs/queue"),
+        ("GET", "/jobs/history"),
         ("GET", "/jobs/{job_id}"),
         ("POST", "/jobs/{job_id}/cancel"),
         ("GET", "/jobs/{job_id}/logs"),

@@ -14,6 +14,7 @@ from tests.cli.conftest import Allot
 from tests.sdk.live import LiveServer, wait_for
 
 PY = sys.executable
+EVERY = ("--state", "pending", "--state", "running", "--state", "completed")
 WEIRD = ["it's", 'say "hi"; echo pwned', "$(touch /tmp/allot-pwned)", "`id`", "*", "-n", "--lr", "${HOME}"]
 
 
@@ -104,23 +105,26 @@ def test_run_keeps_the_command_after_the_double_dash_verbatim(allot: Allot, tmp_
 
 
 def test_queue_tables_filters_and_pages(allot: Allot) -> None:
+    # with a finished state, `allot queue` lists every matching job newest first (the active queue: test_toolbox)
     ids = [allot.json("chen", "run", "--budget", "finetune", "--name", f"q{i}", "--", "true")["job"]["id"]
            for i in range(3)]  # fmt: skip
-    mine = allot.json("chen", "queue", "--mine")["items"]
+    mine = allot.json("chen", "queue", "--mine", *EVERY)["items"]
     assert set(ids) <= {j["id"] for j in mine} and {j["user"] for j in mine} == {"chen"}
     assert all(j["budget"] == "finetune" for j in allot.json("ada", "queue", "--budget", "finetune")["items"])
-    page = allot.json("ada", "queue", "--user", "chen", "--limit", "2")
+    page = allot.json("ada", "queue", "--user", "chen", "--limit", "2", *EVERY)
     assert len(page["items"]) == 2 and page["next_cursor"]
-    rest = allot.json("ada", "queue", "--user", "chen", "--limit", "2", "--cursor", page["next_cursor"])
+    rest = allot.json("ada", "queue", "--user", "chen", "--limit", "2", "--cursor", page["next_cursor"], *EVERY)
     assert set(ids) <= {j["id"] for j in page["items"] + rest["items"]}
-    assert set(ids) <= {j["id"] for j in allot.json("ada", "queue", "--user", "chen", "--all", "--limit", "1")["items"]}
+    assert set(ids) <= {
+        j["id"] for j in allot.json("ada", "queue", "--user", "chen", "--all", "--limit", "1", *EVERY)["items"]
+    }
     for job_id in ids:
         ended(allot, "chen", job_id)
     done = allot.json("ada", "queue", "--user", "chen", "--state", "completed", "--state", "failed")["items"]
     assert set(ids) <= {j["id"] for j in done}
-    table = allot("chen", "queue", "--user", "chen", "--limit", "2").stdout
+    table = allot("chen", "queue", "--user", "chen", "--limit", "2", *EVERY).stdout
     # jobs submitted within one second are ordered by id, so ask the API which two make up the first page
-    first = [j["name"] for j in allot.json("chen", "queue", "--user", "chen", "--limit", "2")["items"]]
+    first = [j["name"] for j in allot.json("chen", "queue", "--user", "chen", "--limit", "2", *EVERY)["items"]]
     assert "Jobs (" in table and "completed" in table and "more: allot queue --cursor" in table
     assert all(name in table for name in first)
     assert "no jobs match" in allot("chen", "queue", "--budget", "segmentation", "--user", "nobody").stdout

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from allotment.core.cycle import AllotmentPolicy
 from allotment.core.decisions import PreemptReason
 from allotment.core.model import ContractClass, Reservation, ReservationKind, RunClass
+from allotment.core.preemption import reasons_that_may_take
 from tests.core.builders import HOUR, World, two_team_world
 
 decide = AllotmentPolicy().decide
@@ -142,3 +145,22 @@ def test_a_starving_job_out_ranks_everyone_at_slice_ends() -> None:
     d = decide(w.snapshot(), 30 * HOUR)
     assert d.renews == ()
     assert [p.reason for p in d.preempts] == [PreemptReason.RESERVATION]
+
+
+@pytest.mark.parametrize(
+    ("opportunistic", "expired", "includes", "excludes"),
+    [
+        pytest.param(True, False, PreemptReason.FOR_GUARANTEED, PreemptReason.FAIR_SHARE, id="opportunistic"),
+        pytest.param(False, True, PreemptReason.FAIR_SHARE, PreemptReason.FOR_GUARANTEED, id="slice-expired"),
+    ],
+)
+def test_what_may_take_a_run_follows_the_rules(
+    opportunistic: bool, expired: bool, includes: PreemptReason, excludes: PreemptReason
+) -> None:
+    reasons = reasons_that_may_take(opportunistic=opportunistic, slice_expired=expired)
+    assert includes in reasons and excludes not in reasons
+    assert {PreemptReason.FOR_SESSION, PreemptReason.WINDOW, PreemptReason.RESERVATION} <= set(reasons)
+
+
+def test_nothing_may_take_a_run_inside_its_slice() -> None:
+    assert reasons_that_may_take(opportunistic=False, slice_expired=False) == ()

@@ -196,7 +196,7 @@ def test_settings_come_from_arguments_environment_then_the_config_file(
 
 def test_models_mirror_the_api_views() -> None:
     """Every field the server's views publish exists in the SDK's model of the same answer."""
-    from allotment.service import views
+    from allotment.service import dashboard_views, views
 
     pairs: dict[type[BaseModel], type[BaseModel]] = {
         views.JobSummary: models.JobSummary, views.JobDetail: models.JobDetail, views.JobEvent: models.JobEvent,
@@ -209,10 +209,16 @@ def test_models_mirror_the_api_views() -> None:
         views.PlanDiff: models.PlanDiff, views.PlanApplied: models.PlanApplied, views.NodeJob: models.NodeJob,
         views.NodeView: models.Node, views.DrainView: models.Drain, views.UsageRow: models.UsageRow,
         views.UsageReport: models.UsageReport, views.TokenView: models.Token, views.NewToken: models.NewToken,
-        views.Me: models.Me, views.SessionRoomView: models.SessionRoom,
+        views.Me: models.Me, views.RunOutlook: models.RunOutlook, views.HistoryEntry: models.HistoryEntry,
+        views.HistoryPage: models.HistoryPage,
+        views.SessionRoomView: models.SessionRoom,
     }  # fmt: skip
     published = {v for v in vars(views).values() if isinstance(v, type) and issubclass(v, views.View)}
     assert published - {views.View} == set(pairs)
+    pairs |= {
+        dashboard_views.QueuedJob: models.QueuedJob,
+        dashboard_views.QueuePage: models.QueuePage,
+    }  # GET /jobs/queue
     for view, model in pairs.items():
         assert set(view.model_fields) == set(model.model_fields), view.__name__
 

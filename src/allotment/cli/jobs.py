@@ -1,4 +1,5 @@
-"""`allot submit | run | session | queue | status | why | logs | cancel`: the job commands, all through the SDK.
+"""`allot submit | run | session | queue | status | why | logs | cancel` (and `history`, from `cli.history`): the job
+commands, all through the SDK.
 
 Owns: each command's options, building the quick-form spec of `allot run` (the argv after `--` kept verbatim) and
 the session request of `allot session`, waiting with a spinner, following logs, and paginating the queue.
@@ -20,6 +21,7 @@ from rich.markup import escape
 from allotment.cli import render
 from allotment.cli.common import EXIT_API, JsonOption, api_call, client, dump, err, fail, out, read_text
 from allotment.core.jobstate import FINAL
+from allotment.sdk import Client
 from allotment.sdk import models as m
 
 SLICE_DEFAULT = "Default: the server's policy (default_slice within min_slice…max_slice; the reply shows it)."
@@ -165,6 +167,10 @@ def session(
         raise typer.Exit(code=EXIT_API)
 
 
+ACTIVE = frozenset({"pending", "running", "preempting"})
+RUNNING = ("preempting", "running")
+
+
 def queue(
     budget: Annotated[str | None, typer.Option("--budget", "-b", help="Only this budget.")] = None,
     user: Annotated[str | None, typer.Option("--user", "-u", help="Only this user's jobs.")] = None,
@@ -174,17 +180,77 @@ def queue(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=500, help="Jobs per page.")] = 50,
     cursor: Annotated[str | None, typer.Option("--cursor", help="Continue from a previous page.")] = None,
     all_pages: Annotated[bool, typer.Option("--all", help="Every page, not just the first.")] = False,
+    format_: Annotated[
+        str | None,
+        typer.Option(
+            "--format", "-o", help=f"Columns, comma-separated, of: {', '.join(render.QUEUE_COLUMNS)} (squeue -o)."
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """The queue, newest first, with filters and pages."""
+    """The queue as `squeue --start` shows it: running jobs, then pending ones in scheduling order (by estimated
+    start, then submission) with what blocks each and its estimated start. Pages cover the pending jobs; running
+    ones come on the first page. A --state of a finished job lists every matching job newest first instead (for
+    finished jobs see also `allot history`)."""
+    states = set(state or ())
+    columns = render.DEFAULT_QUEUE_COLUMNS if format_ is None else tuple(c.strip() for c in format_.split(","))
+    unknown = [c for c in columns if c not in render.QUEUE_COLUMNS]
+    if unknown or not columns:
+        fail(f"--format {format_!r}: unknown column {unknown[0] if unknown else ''!r}; "
+             f"choose from {', '.join(render.QUEUE_COLUMNS)}")  # fmt: skip
     with api_call(), client() as api:
         if mine:
             user = api.me().user
-        if all_pages:
-            items = list(api.iter_jobs(state=state, budget=budget, user=user, kind=kind, page_size=limit))
-            page = m.JobPage(items=items, next_cursor=None)
-        else:
-            page = api.jobs(state=state, budget=budget, user=user, kind=kind, limit=limit, cursor=cursor)
+        if states - ACTIVE:
+            _listing(api, states=sorted(states), budget=budget, user=user, kind=kind, limit=limit, cursor=cursor,
+                     all_pages=all_pages, as_json=as_json)  # fmt: skip
+            return
+        wanted = [s for s in RUNNING if not states or s in states]
+        running = []
+        if wanted and cursor is None:
+            running = list(api.iter_jobs(state=wanted, budget=budget, user=user, kind=kind, page_size=500))
+            running.sort(key=lambda j: (j.updated_at, j.id))
+        pending: list[m.QueuedJob] = []
+        total, next_cursor = 0, None
+        if not states or "pending" in states:
+            page = api.pending(budget=budget, user=user, limit=limit, cursor=cursor)
+            pending, total, next_cursor = list(page.items), page.total, page.next_cursor
+            while all_pages and next_cursor is not None:
+                page = api.pending(budget=budget, user=user, limit=limit, cursor=next_cursor)
+                pending, next_cursor = pending + page.items, page.next_cursor
+        if kind is not None:
+            pending = [q for q in pending if q.kind == kind]
+    if as_json:
+        items = [j.model_dump(mode="json") for j in running] + [q.model_dump(mode="json") for q in pending]
+        dump({"items": items, "pending_total": total, "next_cursor": next_cursor})
+        return
+    if not running and not pending:
+        out.print("[dim]no jobs match[/dim]")
+        return
+    title = f"Queue ({len(running)} running, {total} pending; pending in scheduling order)"
+    out.print(render.active_table(running, pending, title=title, width=out.width, columns=columns))
+    if next_cursor:
+        out.print(f"[dim]more: allot queue --cursor {next_cursor} (or --all)[/dim]")
+
+
+def _listing(
+    api: Client,
+    *,
+    states: list[str],
+    budget: str | None,
+    user: str | None,
+    kind: str | None,
+    limit: int,
+    cursor: str | None,
+    all_pages: bool,
+    as_json: bool,
+) -> None:
+    """Every job in `states`, newest first (GET /jobs), as before scheduling order existed for finished states."""
+    if all_pages:
+        items = list(api.iter_jobs(state=states, budget=budget, user=user, kind=kind, page_size=limit))
+        page = m.JobPage(items=items, next_cursor=None)
+    else:
+        page = api.jobs(state=states, budget=budget, user=user, kind=kind, limit=limit, cursor=cursor)
     if as_json:
         dump(page)
         return
@@ -210,8 +276,9 @@ def status(job: Annotated[str, typer.Argument(help="The job id.")], as_json: Jso
         render.print_status(out, detail)
 
 
-def why(job: Annotated[str, typer.Argument(help="The job id.")], as_json: JsonOption = False) -> None:
-    """Why a pending job waits, in numbers: what blocks it, its budget's standing, estimated start, what would help."""
+def why(job: Annotated[str, typer.Argument(help="The job id, or its name.")], as_json: JsonOption = False) -> None:
+    """Why a pending job waits, in numbers: what blocks it, its budget's standing, estimated start, what would help;
+    for a running job: its slice end, whether it may be preempted now, and by what and with what notice."""
     with api_call(), client() as api:
         reason = api.why(job)
     if as_json:
@@ -261,6 +328,8 @@ def cancel(
 
 
 def register(app: typer.Typer) -> None:
+    from allotment.cli.history import history
+
     app.command("submit")(submit)
     app.command("run", context_settings={"allow_interspersed_args": False})(run)
     app.command("session")(session)
@@ -269,3 +338,4 @@ def register(app: typer.Typer) -> None:
     app.command("why")(why)
     app.command("logs")(logs)
     app.command("cancel")(cancel)
+    app.command("history")(history)

@@ -125,7 +125,7 @@ def script(w: Watcher, users: dict[str, Client], data_dir: Path) -> Outcome:
     check(w.until(explained, 20, "the gang's wait reason"))
     if w.state(gang) == JobState.PENDING:
         why = users["dana"].why(gang)
-        w.say(f"allot why detect-gang → {why.message}; estimated start {render.clock(why.estimated_start)}", "cyan")
+        w.say(f"allot why detect-gang → {why.message}; estimated start {render.estimate(why.estimated_start)}", "cyan")
 
     w.stage = "3/6 a session into a full cluster"
     w.say("eli asks for an interactive 8-GPU session on segmentation, with every GPU busy and the gang's plan made:")

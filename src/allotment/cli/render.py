@@ -67,6 +67,16 @@ def clock(t: int | None, now: float | None = None) -> str:
     return f"{shown} ({relative(t, now)})"
 
 
+def estimate(t: int | None, now: float | None = None) -> str:
+    """An estimated start, never shown in the past: a passed estimate says it is overdue, to be re-estimated by the
+    scheduler's next cycle, rather than "3m08s ago"."""
+    if t is None:
+        return "—"
+    if t > (time.time() if now is None else now):
+        return clock(t, now)
+    return "any moment (estimate overdue)"
+
+
 def credits(micro: int, places: int = 2) -> str:
     return f"{micro / MICRO:,.{places}f}"
 
@@ -125,6 +135,65 @@ def queue_table(jobs: Sequence[m.JobSummary], title: str = "Jobs", width: int = 
         reason = r[7] if len(r[7]) <= room else r[7][: room - 1] + "…"
         table.add_row(*(escape(c) for c in r[:6]), state(r[6]), escape(reason), r[8])
     return table
+
+
+QUEUE_COLUMNS = {
+    "id": "id",
+    "name": "name",
+    "user": "user",
+    "budget": "budget",
+    "gpus": "GPUs",
+    "contract": "contract",
+    "state": "state",
+    "blocker": "blocker",
+    "start": "est. start",
+    "age": "age",
+}
+"""`allot queue --format` column keys and their headers (the default shows all but age)."""
+DEFAULT_QUEUE_COLUMNS = ("id", "name", "user", "budget", "gpus", "contract", "state", "blocker", "start")
+
+
+def active_table(
+    running: Sequence[m.JobSummary],
+    pending: Sequence[m.QueuedJob],
+    title: str = "Queue",
+    width: int = 200,
+    columns: Sequence[str] = DEFAULT_QUEUE_COLUMNS,
+) -> Table:
+    """`squeue --start`: running jobs, then pending ones in scheduling order, each with what holds it (the blocker
+    the engine wrote for a pending job) and its estimated start, in `columns` (QUEUE_COLUMNS keys); the blocker
+    column gets what `width` leaves."""
+    now = time.time()
+    rows: list[dict[str, str]] = []
+    for j in [*running, *pending]:
+        row = {"id": j.id, "name": j.name, "user": j.user, "budget": j.budget, "gpus": gpus(j),
+               "contract": _contract(j), "state": j.state, "age": ago(now - j.submitted_at)}  # fmt: skip
+        if isinstance(j, m.QueuedJob):
+            row["blocker"] = f"{j.blocker}: {j.message}" if j.blocker else j.message
+            row["start"] = estimate(j.estimated_start, now)
+        else:
+            row["blocker"], row["start"] = readable(j.state_reason), "—"
+        rows.append(row)
+    widths = {c: max([len(QUEUE_COLUMNS[c])] + [len(r[c]) for r in rows]) for c in columns}
+    room = max(12, width - sum(w for c, w in widths.items() if c != "blocker") - 3 * len(columns) - 1)
+    table = Table(title=title, title_justify="left")
+    for c in columns:
+        table.add_column(QUEUE_COLUMNS[c], no_wrap=True, justify="right" if c in ("gpus", "age") else "left")
+    for r in rows:
+        cells: list[str | Text] = []
+        for c in columns:
+            if c == "state":
+                cells.append(state(r[c]))
+            elif c == "blocker":
+                cells.append(escape(r[c] if len(r[c]) <= room else r[c][: room - 1] + "…"))
+            else:
+                cells.append(escape(r[c]))
+        table.add_row(*cells)
+    return table
+
+
+def _contract(j: m.JobSummary) -> str:
+    return "session" if j.kind == "session" else j.contract
 
 
 def job_panel(job: m.JobDetail) -> Panel:
@@ -193,23 +262,57 @@ def print_status(console: Console, job: m.JobDetail) -> None:
 
 
 def why_panel(why: m.Why, name: str = "") -> Panel:
+    """Why a pending job waits, or a running job's outlook; both with its budget's standing."""
     s = why.standing
+    money = (
+        f"budget {s.budget:<9} balance {credits(s.balance_micro)} of {credits(s.allocation_micro)} credits; "
+        f"committed {credits(s.committed_micro)}; available {credits(s.available_micro)}"
+    )
+    label = escape(name or (f"{why.name} ({why.job_id})" if why.name else why.job_id))
+    if why.run is not None or why.state != "pending":
+        return Panel("\n".join([*outlook_lines(why), money]), title=f"{label} is {why.state}", title_align="left")
     lines = [
         f"[bold]{escape(why.message)}[/bold]",
         f"blocker          {why.blocker or '— (the scheduler has not looked at it yet)'}",
         f"GPUs             needs {why.needed_gpus}, {why.free_gpus} free where it may run",
-        f"estimated start  {clock(why.estimated_start)}",
-        f"budget {s.budget:<9} balance {credits(s.balance_micro)} of {credits(s.allocation_micro)} credits; "
-        f"committed {credits(s.committed_micro)}; available {credits(s.available_micro)}",
+        f"estimated start  {estimate(why.estimated_start)}",
+        money,
     ]
     for r in why.rooms:
         lines.append(f"session room     {room_text(r)}")
     if why.hints:
         lines.append("would start sooner with:")
         lines += [
-            f"  • {h.kind}: {escape(h.detail)}" + (f" (start {clock(h.start)})" if h.start else "") for h in why.hints
+            f"  • {h.kind}: {escape(h.detail)}" + (f" (start {estimate(h.start)})" if h.start else "")
+            for h in why.hints
         ]
-    return Panel("\n".join(lines), title=f"Why {escape(name or why.job_id)} waits", title_align="left")
+    return Panel("\n".join(lines), title=f"Why {label} waits", title_align="left")
+
+
+def outlook_lines(why: m.Why) -> list[str]:
+    """A running job's protection in local time: its slice end, whether and when it may be preempted, its notice."""
+    o = why.run
+    if o is None:
+        return [f"[bold]{escape(why.message)}[/bold]"]
+    lines = [f"run              attempt {o.attempt}, {o.run_class}, started {clock(o.started_at)}"]
+    if o.leaving_at is not None or why.state == "preempting":
+        lines.insert(0, f"[bold]leaving[/bold]: {escape(why.message)}")
+        lines.append(f"killed at        {clock(o.leaving_at)}")
+        return lines
+    if o.run_class == "session":
+        lines.insert(0, "[bold]a session: holds its GPUs until its length ends[/bold] (reclaimed early only if idle)")
+        lines.append(f"ends             {clock(o.slice_end)}")
+        return lines
+    if o.preemptible_from is not None:
+        lines.insert(0, f"[bold]in its guaranteed slice until {clock(o.preemptible_from)}[/bold]; then renewed if its "
+                        f"budget funds another slice, else it may be preempted with {ago(o.notice)} notice by work "
+                        "with a better claim")  # fmt: skip
+    else:
+        lines.insert(0, f"[bold]preemptible now[/bold], with {ago(o.notice)} notice (SIGTERM, then SIGKILL)")
+    if o.slice_end is not None:
+        lines.append(f"slice end        {clock(o.slice_end)}")
+    lines.append(f"may yield to     {', '.join(o.preemptible_by) or '—'}")
+    return lines
 
 
 def room_text(r: m.SessionRoom) -> str:

@@ -1,7 +1,8 @@
 """Preemption rules (docs/policy.md §5), each a named pure function, and victim selection.
 
 Owns: which running work a preemptor may take and why (`opportunistic_yields`, `expired_yields_to_under_share`,
-`session_takes`, `window_reclaims`, `reservation_claims`), the one in-slice guard every victim passes
+`session_takes`, `window_reclaims`, `reservation_claims`; `reasons_that_may_take` lists what they can give for a
+run), the one in-slice guard every victim passes
 (`victim_reason`, promise 1), the choice of victims on a node (fewest GPUs, then least lost progress), and the cost
 of emptying a node for a gang.
 
@@ -89,6 +90,30 @@ def window_reclaims(occ: Occupant, window_budget: str) -> PreemptReason | None:
 def reservation_claims(occ: Occupant) -> PreemptReason | None:
     """A planned start takes the preemptible work on the GPUs it reserved, once it is due."""
     return PreemptReason.RESERVATION
+
+
+def reasons_that_may_take(opportunistic: bool, slice_expired: bool) -> tuple[PreemptReason, ...]:
+    """The reasons the rules above (and the session-room refill, `pending.headroom_refill`) can give for taking a
+    running job once the in-slice guard lets it go: what `allot why` tells its owner could preempt it. Opportunistic
+    work yields to guaranteed work and sessions; slice-expired work to a budget below its fair share and to sessions;
+    either to a capacity window, a due reservation and the session room. Work inside its slice: none."""
+    if opportunistic:
+        return (
+            PreemptReason.FOR_GUARANTEED,
+            PreemptReason.FOR_SESSION,
+            PreemptReason.WINDOW,
+            PreemptReason.RESERVATION,
+            PreemptReason.HEADROOM,
+        )
+    if slice_expired:
+        return (
+            PreemptReason.FAIR_SHARE,
+            PreemptReason.FOR_SESSION,
+            PreemptReason.WINDOW,
+            PreemptReason.RESERVATION,
+            PreemptReason.HEADROOM,
+        )
+    return ()
 
 
 class Victims:

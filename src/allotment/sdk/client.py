@@ -162,6 +162,50 @@ class Client:
                 return
             cursor = page.next_cursor
 
+    def pending(
+        self, *, budget: str | None = None, user: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> m.QueuePage:
+        """One page of the pending jobs in scheduling order (by estimated start, then submission), each with its
+        blocker, the engine's message and its estimated start (`squeue --start`)."""
+        return self._get(m.QueuePage, "/jobs/queue", budget=budget, user=user, limit=limit, cursor=cursor)
+
+    def history(
+        self,
+        *,
+        since: int | None = None,
+        until: int | None = None,
+        user: str | None = None,
+        budget: str | None = None,
+        state: str | Sequence[str] | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> m.HistoryPage:
+        """One page of finished jobs that ended in [since, until) (Unix seconds; default the last day), newest end
+        first, with elapsed time, GPU-seconds, credits charged and exit code (`sacct`)."""
+        states = [state] if isinstance(state, str) else list(state or [])
+        return self._get(m.HistoryPage, "/jobs/history", since=since, until=until, user=user, budget=budget,
+                         state=states, limit=limit, cursor=cursor)  # fmt: skip
+
+    def iter_history(
+        self,
+        *,
+        since: int | None = None,
+        until: int | None = None,
+        user: str | None = None,
+        budget: str | None = None,
+        state: str | Sequence[str] | None = None,
+        page_size: int = 500,
+    ) -> Iterator[m.HistoryEntry]:
+        """Every finished job in the range, page by page (the range is fixed by the first page's answer)."""
+        cursor: str | None = None
+        while True:
+            page = self.history(since=since, until=until, user=user, budget=budget, state=state, limit=page_size,
+                                cursor=cursor)  # fmt: skip
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            since, until, cursor = page.since, page.until, page.next_cursor
+
     def job(self, job_id: str) -> m.JobDetail:
         """A job with its state history, runs, slices and charges."""
         return self._get(m.JobDetail, f"/jobs/{job_id}")
@@ -210,9 +254,10 @@ class Client:
                 sleep(poll)
             offset = chunk.next_offset
 
-    def why(self, job_id: str) -> m.Why:
-        """Why a pending job waits, in numbers (404 when it does not wait)."""
-        return self._get(m.Why, f"/jobs/{job_id}/why")
+    def why(self, job: str) -> m.Why:
+        """Why a pending job waits, in numbers, or a running job's outlook (what could preempt it and when). `job`
+        is an id or a name (409 when the name is ambiguous; 404 when the job has finished)."""
+        return self._get(m.Why, f"/jobs/{job}/why")
 
     # -- sessions -------------------------------------------------------------------------------------------------
 

@@ -141,6 +141,18 @@ class Standing(Model):
     available_micro: int
 
 
+class RunOutlook(Model):
+    attempt: int
+    run_class: str
+    started_at: int
+    slice_end: int | None = None
+    preemptible_now: bool
+    preemptible_from: int | None = None
+    notice: int
+    preemptible_by: list[str] = Field(default_factory=list)
+    leaving_at: int | None = None
+
+
 class SessionRoom(Model):
     """A cluster's session room: `gpus` kept free or fast-leaving for sessions, `whole` of them on one node, sized as
     max(floor, demand, shape) capped by the ceiling."""
@@ -170,6 +182,7 @@ class FleetMap(Model):
 
 class Why(Model):
     job_id: str
+    name: str = ""
     state: str
     blocker: str | None = None
     message: str
@@ -180,6 +193,58 @@ class Why(Model):
     explained_at: int | None = None
     standing: Standing
     rooms: list[SessionRoom] = Field(default_factory=list)
+    run: RunOutlook | None = None
+
+
+class QueuedJob(JobSummary):
+    """A pending job with the reason the engine's last cycle wrote (blocker None until it has considered the job)."""
+
+    blocker: str | None = None
+    message: str = ""
+    needed_gpus: int = 0
+    free_gpus: int = 0
+    estimated_start: int | None = None
+    hints: list[Hint] = Field(default_factory=list)
+    explained_at: int | None = None
+
+
+class QueuePage(Model):
+    total: int
+    """Pending jobs matching the filters, over all pages."""
+    items: list[QueuedJob]
+    next_cursor: str | None = None
+
+
+class HistoryEntry(Model):
+    id: str
+    name: str
+    user: str
+    budget: str
+    kind: str
+    contract: str
+    gpus: int
+    replicas: int
+    state: str
+    state_reason: str
+    submitted_at: int
+    started_at: int | None = None
+    ended_at: int
+    attempts: int
+    elapsed: int
+    gpu_seconds: int
+    charged_micro: int
+    exit_code: int | None = None
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.gpu_seconds / 3600
+
+
+class HistoryPage(Model):
+    since: int
+    until: int
+    items: list[HistoryEntry]
+    next_cursor: str | None = None
 
 
 class AttachInfo(Model):

@@ -140,6 +140,25 @@ class Standing(View):
     available_micro: int
 
 
+class RunOutlook(View):
+    """A running job's protection: until when it is safe, whether it may be preempted now, and with what notice."""
+
+    attempt: int
+    run_class: str
+    started_at: int
+    slice_end: int | None
+    """The end of its guaranteed slice or of a session's length; None for opportunistic work."""
+    preemptible_now: bool
+    preemptible_from: int | None
+    """When it becomes preemptible (the slice end) if it is not now; None when it never is or already is."""
+    notice: int
+    """Seconds between SIGTERM and SIGKILL if it is preempted (its grace, capped by the policy's max_grace)."""
+    preemptible_by: list[str]
+    """What could take its GPUs once it is preemptible, as preemption reasons (docs/policy.md §5)."""
+    leaving_at: int | None
+    """For a job being preempted or cancelled: when it is killed if it has not left."""
+
+
 class SessionRoomView(View):
     """A cluster's session room as the engine's last cycle sized it (docs/policy.md §4, `adaptive-room`)."""
 
@@ -158,6 +177,7 @@ class SessionRoomView(View):
 
 class WhyView(View):
     job_id: str
+    name: str = ""
     state: str
     blocker: str | None
     """None when the engine has not considered the job yet."""
@@ -170,6 +190,44 @@ class WhyView(View):
     standing: Standing
     rooms: list[SessionRoomView] = []
     """For a session: the session room of each cluster it may run on."""
+    run: RunOutlook | None = None
+    """A running job's outlook (None while it waits)."""
+
+
+class HistoryEntry(View):
+    """A finished job as `allot history` shows it (sacct)."""
+
+    id: str
+    name: str
+    user: str
+    budget: str
+    kind: str
+    contract: str
+    gpus: int
+    replicas: int
+    state: str
+    state_reason: str
+    submitted_at: int
+    started_at: int | None
+    """The first run's start; None for a job that never ran."""
+    ended_at: int
+    """When it reached its final state."""
+    attempts: int
+    elapsed: int
+    """Seconds its runs ran, over every attempt."""
+    gpu_seconds: int
+    """GPUs × seconds over every attempt (gpu_hours = gpu_seconds / 3600)."""
+    charged_micro: int
+    """Net credit-microunits charged to its budget (charges less refunds)."""
+    exit_code: int | None
+    """The last run's exit code; None when it never ran or was killed without one."""
+
+
+class HistoryPage(View):
+    since: int
+    until: int
+    items: list[HistoryEntry]
+    next_cursor: str | None
 
 
 class AttachInfo(View):

@@ -1,4 +1,4 @@
-"""/jobs: submit, list, show, cancel, logs and why.
+"""/jobs: submit, list, the pending queue in scheduling order, the history of finished jobs, show, cancel, logs and why.
 
 Owns: the HTTP shape of the job use cases (status codes, query parameters, the Idempotency-Key header).
 Must not: hold rules: service.jobs and service.explain do.
@@ -16,11 +16,12 @@ from allotment.api.errors import ERROR_RESPONSES
 from allotment.api.limits import Submitter
 from allotment.api.schemas import SubmitRequest
 from allotment.config.limits import MAX_COUNT, MAX_OFFSET
-from allotment.service import explain, jobs
+from allotment.service import explain, history, jobs, queueview
+from allotment.service.dashboard_views import QueuePage
 from allotment.service.errors import BadRequest
 from allotment.service.intake import Intake
 from allotment.service.specs import parse_spec_document, spec_from_data
-from allotment.service.views import JobDetail, JobPage, JobSummary, LogChunk, Submitted, WhyView
+from allotment.service.views import HistoryPage, JobDetail, JobPage, JobSummary, LogChunk, Submitted, WhyView
 
 router = APIRouter(prefix="/jobs", tags=["jobs"], responses=ERROR_RESPONSES)
 
@@ -73,6 +74,40 @@ def list_jobs(
     )
 
 
+@router.get("/queue", response_model=QueuePage)
+def pending_queue(
+    ctx: Ctx,
+    caller: Caller,
+    budget: str | None = None,
+    user: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=jobs.MAX_PAGE)] = 50,
+    cursor: str | None = None,
+) -> QueuePage:
+    """Pending jobs in scheduling order: by the estimated start the engine's last cycle wrote (jobs without one
+    last), then by submission; each with its blocker, message, GPUs needed and free, and hints."""
+    return queueview.pending_queue(ctx, caller, budget=budget, user=user, limit=limit, cursor=cursor, order="schedule")
+
+
+@router.get("/history", response_model=HistoryPage)
+def job_history(
+    ctx: Ctx,
+    caller: Caller,
+    since: Annotated[int | None, Query(ge=0, le=MAX_OFFSET, description="Unix seconds (until - 1 day)")] = None,
+    until: Annotated[int | None, Query(ge=0, le=MAX_OFFSET, description="Unix seconds (default: now)")] = None,
+    user: str | None = None,
+    budget: str | None = None,
+    state: Annotated[list[str] | None, Query(description="A finished state; repeat for several")] = None,
+    limit: Annotated[int, Query(ge=1, le=jobs.MAX_PAGE)] = 100,
+    cursor: str | None = None,
+) -> HistoryPage:
+    """Finished jobs that ended in [since, until), newest end first (sacct): elapsed time, GPU-seconds, net credits
+    charged and the last exit code; only jobs the caller may see (their own, and their budgets' as for a job's
+    detail)."""
+    return history.job_history(
+        ctx, caller, since=since, until=until, user=user, budget=budget, states=state or (), limit=limit, cursor=cursor
+    )
+
+
 @router.get("/{job_id}", response_model=JobDetail)
 def get_job(job_id: str, ctx: Ctx, caller: Caller) -> JobDetail:
     """A job with its state history, runs, slices and charges."""
@@ -102,5 +137,8 @@ def logs(
 
 @router.get("/{job_id}/why", response_model=WhyView)
 def why(job_id: str, ctx: Ctx, caller: Caller) -> WhyView:
-    """Why a pending job waits: the blocker in numbers, its estimated start, hints and its budget's standing."""
+    """Why a pending job waits (the blocker in numbers, its estimated start, hints and its budget's standing), or a
+    running job's outlook in `run` (slice end, whether it is preemptible now, its notice and what could preempt it).
+    `job_id` may also be the job's name: unique among the caller's visible live jobs (else among all visible jobs);
+    an ambiguous name gets 409 listing the candidates; a finished job 404."""
     return explain.why(ctx, caller, job_id)
