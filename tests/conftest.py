@@ -4,11 +4,17 @@ At the end of each pytest process (the xdist controller and every worker), after
 processes still running that descend from it or run in its temporary directory, and slurmstepds of Slurm jobs that
 no longer exist in a cluster it leased, are listed, ended with SIGKILL, and turn the run's exit status into a
 failure. ALLOT_ALLOW_LEFTOVERS=1 reports them without failing (for debugging a run).
+
+Also fixes the terminal width the CLI's Rich console sees (COLUMNS=200) before anything imports it: the console is
+built once per process, at import, so without this its width depended on which test imported it first, and CLI
+output wrapped differently under xdist.
 """
 
 from __future__ import annotations
 
 import os
+
+os.environ["COLUMNS"] = "200"
 
 import pytest
 
