@@ -11,15 +11,14 @@ Must not: write anything, or price anything itself (the ledger holds what was ch
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Sequence
 
 from sqlalchemy import and_, func, or_, select
 
 from allotment.ledger import EntryKind
+from allotment.service import cursors
 from allotment.service.context import Context
-from allotment.service.errors import BadRequest, Invalid
+from allotment.service.errors import Invalid
 from allotment.service.jobs import MAX_PAGE
 from allotment.service.principal import Principal, budget_parents
 from allotment.service.views import HistoryEntry, HistoryPage
@@ -29,20 +28,6 @@ from allotment.store.tables import JobRow, LedgerEntryRow, RunRow
 
 DAY = 86400
 SPENT = (EntryKind.CHARGE.value, EntryKind.REFUND.value)
-
-
-def _encode(ended_at: int, job_id: str) -> str:
-    return base64.urlsafe_b64encode(f"h:{ended_at}:{job_id}".encode()).decode().rstrip("=")
-
-
-def _decode(cursor: str) -> tuple[int, str]:
-    try:
-        tag, at, job_id = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split(":", 2)
-        if tag != "h":
-            raise ValueError(tag)
-        return int(at), job_id
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise BadRequest(f"cursor {cursor!r} is not one this server handed out") from None
 
 
 def job_history(
@@ -81,7 +66,7 @@ def job_history(
     if budget is not None:
         stmt = stmt.where(JobRow.budget == budget)
     if cursor:
-        at, job_id = _decode(cursor)
+        (at,), job_id = cursors.decode(cursor, "h", 1)
         stmt = stmt.where(or_(JobRow.updated_at < at, and_(JobRow.updated_at == at, JobRow.id < job_id)))
     with reading(ctx.sessions) as session:
         parents = budget_parents(session)
@@ -108,7 +93,7 @@ def job_history(
         since=since,
         until=until,
         items=items,
-        next_cursor=_encode(rows[-1].updated_at, rows[-1].id) if more and rows else None,
+        next_cursor=cursors.encode("h", rows[-1].updated_at, job_id=rows[-1].id) if more and rows else None,
     )
 
 

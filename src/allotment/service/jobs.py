@@ -13,8 +13,6 @@ Must not: start, stop or place anything: the store records the request and the e
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,9 +25,9 @@ from allotment.config.limits import MAX_REQUEST_ID
 from allotment.core.model import ContractClass, JobKind, PolicyConfig
 from allotment.executors.accounts import NoAccount
 from allotment.ledger import INFRASTRUCTURE, EntryKind
+from allotment.service import cursors
 from allotment.service.context import Context
 from allotment.service.errors import (
-    BadRequest,
     Conflict,
     FieldProblem,
     Forbidden,
@@ -360,19 +358,6 @@ def get_job(ctx: Context, principal: Principal, job_id: str) -> JobDetail:
         return _detail(session, visible_job(session, principal, job_id))
 
 
-def _encode(submitted_at: int, job_id: str) -> str:
-    return base64.urlsafe_b64encode(f"{submitted_at}:{job_id}".encode()).decode().rstrip("=")
-
-
-def _decode(cursor: str) -> tuple[int, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        at, job_id = raw.split(":", 1)
-        return int(at), job_id
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise BadRequest(f"cursor {cursor!r} is not one this server handed out") from None
-
-
 def list_jobs(
     ctx: Context,
     principal: Principal,
@@ -400,7 +385,7 @@ def list_jobs(
     if kind is not None:
         stmt = stmt.where(JobRow.kind == kind)
     if cursor:
-        at, job_id = _decode(cursor)
+        (at,), job_id = cursors.decode(cursor, "j", 1)
         stmt = stmt.where(or_(JobRow.submitted_at < at, and_(JobRow.submitted_at == at, JobRow.id < job_id)))
     with reading(ctx.sessions) as session:
         rows = list(session.scalars(stmt))
@@ -408,7 +393,7 @@ def list_jobs(
     rows = rows[:limit]
     return JobPage(
         items=[summary(r) for r in rows],
-        next_cursor=_encode(rows[-1].submitted_at, rows[-1].id) if more and rows else None,
+        next_cursor=cursors.encode("j", rows[-1].submitted_at, job_id=rows[-1].id) if more and rows else None,
     )
 
 

@@ -14,55 +14,25 @@ Must not: compute a reason itself (the core explains; the engine records), or wr
 
 from __future__ import annotations
 
-import base64
-import binascii
 from typing import Literal
 
 from sqlalchemy import and_, func, or_, select, tuple_
 
 from allotment.core.jobstate import JobState
+from allotment.service import cursors
 from allotment.service.context import Context
 from allotment.service.dashboard_views import QueuedJob, QueuePage
-from allotment.service.errors import BadRequest, Invalid
+from allotment.service.errors import Invalid
 from allotment.service.explain import wait_fields
 from allotment.service.jobs import MAX_PAGE, summary
 from allotment.service.principal import Principal
 from allotment.store.db import reading
 from allotment.store.tables import JobRow, PendingReasonRow
 
-
-def _encode(submitted_at: int, job_id: str) -> str:
-    return base64.urlsafe_b64encode(f"q:{submitted_at}:{job_id}".encode()).decode().rstrip("=")
-
-
-def _decode(cursor: str) -> tuple[int, str]:
-    try:
-        tag, at, job_id = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split(":", 2)
-        if tag != "q":
-            raise ValueError(tag)
-        return int(at), job_id
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise BadRequest(f"cursor {cursor!r} is not one this server handed out") from None
-
-
 NO_ESTIMATE = 1 << 53
 """Sorts jobs without an estimated start after every job with one."""
 
 Order = Literal["submitted", "schedule"]
-
-
-def _encode_start(start: int, submitted_at: int, job_id: str) -> str:
-    return base64.urlsafe_b64encode(f"s:{start}:{submitted_at}:{job_id}".encode()).decode().rstrip("=")
-
-
-def _decode_start(cursor: str) -> tuple[int, int, str]:
-    try:
-        tag, start, at, job_id = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split(":", 3)
-        if tag != "s":
-            raise ValueError(tag)
-        return int(start), int(at), job_id
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise BadRequest(f"cursor {cursor!r} is not one this server handed out") from None
 
 
 def pending_queue(
@@ -93,12 +63,12 @@ def pending_queue(
     if order == "schedule":
         stmt = stmt.order_by(start, JobRow.submitted_at, JobRow.id)
         if cursor:
-            key = _decode_start(cursor)
-            stmt = stmt.where(tuple_(start, JobRow.submitted_at, JobRow.id) > tuple_(*key))
+            (after, at), job_id = cursors.decode(cursor, "s", 2)
+            stmt = stmt.where(tuple_(start, JobRow.submitted_at, JobRow.id) > tuple_(after, at, job_id))
     else:
         stmt = stmt.order_by(JobRow.submitted_at, JobRow.id)
         if cursor:
-            at, job_id = _decode(cursor)
+            (at,), job_id = cursors.decode(cursor, "q", 1)
             stmt = stmt.where(or_(JobRow.submitted_at > at, and_(JobRow.submitted_at == at, JobRow.id > job_id)))
     with reading(ctx.sessions) as session:
         total = int(session.scalar(select(func.count()).select_from(JobRow).where(*filters)) or 0)
@@ -112,7 +82,7 @@ def pending_queue(
         if order == "schedule":
             estimated = reason.estimated_start if reason is not None else None
             at = NO_ESTIMATE if estimated is None else estimated
-            next_cursor = _encode_start(at, last.submitted_at, last.id)
+            next_cursor = cursors.encode("s", at, last.submitted_at, job_id=last.id)
         else:
-            next_cursor = _encode(last.submitted_at, last.id)
+            next_cursor = cursors.encode("q", last.submitted_at, job_id=last.id)
     return QueuePage(total=total, items=items, next_cursor=next_cursor)
