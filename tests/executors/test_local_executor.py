@@ -162,14 +162,26 @@ def test_placement_on_a_node_it_does_not_manage_is_lost(harness: Harness) -> Non
     assert not ex.log_path("elsewhere", 0).exists()
 
 
-def test_a_program_that_cannot_start_exits_127(harness: Harness, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("argv", "env", "says"),
+    [
+        pytest.param(("{tmp}/no-such-program", "arg"), {}, "no-such-program", id="no-such-program"),
+        # The API refuses NUL bytes (422); one that reached a stored spec anyway must end the attempt, not make the
+        # supervisor crash and the attempt come back as a lost node, relaunched about once a second, forever.
+        pytest.param(("true", "a\0b"), {}, "null byte", id="nul-in-an-argument"),
+        pytest.param(("true",), {"KEY": "a\0b"}, "null byte", id="nul-in-the-environment"),
+    ],
+)
+def test_a_program_that_cannot_start_exits_127(
+    harness: Harness, tmp_path: Path, argv: tuple[str, ...], env: dict[str, str], says: str
+) -> None:
     ex = harness.executor()
     spec = harness.spec("missing", "")
-    spec = replace(spec, command=(str(tmp_path / "no-such-program"), "arg"))
+    spec = replace(spec, command=tuple(a.format(tmp=tmp_path) for a in argv), env=env)
     ex.launch(spec)
     events = harness.until_final(ex, "missing")
     assert [(e.kind, e.exit_code) for e in events] == [(EventKind.EXITED, 127)]
-    assert "no-such-program" in ex.log_path("missing", 0).read_text()
+    assert says in ex.log_path("missing", 0).read_text()
 
 
 def test_a_gang_runs_one_process_per_allocation_and_a_failure_ends_it(harness: Harness, tmp_path: Path) -> None:

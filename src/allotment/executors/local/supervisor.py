@@ -328,7 +328,7 @@ class Supervisor:
                     close_fds=True,
                     process_group=self.pgid,
                 )
-            except OSError as exc:
+            except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument or the environment
                 message = f"could not start {self.argv[0]!r}: {exc}"
                 output.note(message)
                 if procs:
