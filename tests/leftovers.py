@@ -103,7 +103,7 @@ def stray_slurm_steps(confs: Iterable[str], *, every: bool = False) -> list[Left
         if conf is None:
             continue
         if conf not in jobs:
-            jobs[conf] = set() if every else _slurm_jobs(conf)
+            jobs[conf] = set() if every else slurm_jobs(conf)
         known = jobs[conf]
         if known is None or match.group(1) not in known:
             why = f"slurmstepd of job {match.group(1)}, which {conf} no longer has"
@@ -124,7 +124,7 @@ def _cluster_of(pid: int, confs: set[str]) -> str | None:
     return None
 
 
-def _slurm_jobs(conf: str) -> set[str] | None:
+def slurm_jobs(conf: str) -> set[str] | None:
     """The job ids the cluster knows (any state), or None when it does not answer (stopped)."""
     try:
         out = subprocess.run(

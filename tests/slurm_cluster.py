@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.leftovers import end, stray_slurm_steps
+from tests.leftovers import end, slurm_jobs, stray_slurm_steps
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "slurm-cluster"
 LEASED_CONFS: set[str] = set()
@@ -137,15 +137,7 @@ def end_steps(conf: str, timeout: float = 30.0) -> list[int]:
     or controller went away under it, outlives its job, and it ignores SIGTERM. Returns the pids it ended."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        jobs = subprocess.run(
-            ["squeue", "-h", "-o", "%i"],
-            env={**os.environ, "SLURM_CONF": conf},
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-        if jobs.returncode != 0 or not jobs.stdout.strip():
+        if not slurm_jobs(conf):  # none left, or the cluster does not answer
             break
         time.sleep(0.5)
     strays = stray_slurm_steps([conf], every=True)
