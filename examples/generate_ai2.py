@@ -21,6 +21,9 @@ RATES = {"H100": "1.0", "B200": "1.6", "B300": "2.0"}
 ORG_ALLOCATION = 4_480_000
 
 # (cluster, [(gpu_type, nodes, rack_size, block_size)]) — 8-GPU nodes everywhere.
+NODE_HOST = {"H100": (224, "2T"), "B200": (224, "4T"), "B300": (256, "4T")}
+"""CPUs and memory each node offers to jobs, per GPU type (what an 8-GPU host of that kind has, less the system's)."""
+
 CLUSTERS: list[tuple[str, list[tuple[str, int, int, int]]]] = [
     ("ceres", [("H100", 11, 4, 4)]),
     ("saturn", [("H100", 32, 4, 4)]),
@@ -290,9 +293,10 @@ def render() -> str:
         size = sum(n * 8 for _, n, _, _ in groups)
         out += [f"    - name: {name}  # {size:,} GPUs", "      topology: [rack, block]", "      node_groups:"]
         for gpu_type, nodes, rack, block in groups:
+            cpus, memory = NODE_HOST[gpu_type]
             out.append(
                 f"        - {{gpu_type: {gpu_type}, count: {nodes}, gpus_per_node: 8, "
-                f"rack_size: {rack}, block_size: {block}}}"
+                f"rack_size: {rack}, block_size: {block}, cpus_per_node: {cpus}, memory_per_node: {memory}}}"
             )
         if name in NODE_STATES:
             out.append("      node_states:")

@@ -10,6 +10,7 @@ Must not: talk HTTP itself (the SDK does), validate specs (the server does, with
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -50,7 +51,8 @@ def _submitted(result: m.Submitted, as_json: bool) -> None:
         return
     job = result.job
     verb = "submitted" if result.created else "already submitted (same request id)"
-    out.print(f"[green]✓[/green] {verb} [bold]{job.id}[/bold] {escape(job.name)}: {render.gpus(job)} GPUs from "
+    out.print(f"[green]✓[/green] {verb} [bold]{job.id}[/bold] {escape(job.name)}: {render.gpus(job)} GPUs"
+              f"{render.beside(job)} from "
               f"{job.budget}, {job.contract}" + (f", slice {render.ago(job.slice_seconds)}" if job.contract ==
               "guaranteed" else "") + f", grace {render.ago(job.grace)}")  # fmt: skip
     out.print(f"  [dim]allot status {job.id} · allot why {job.id} · allot logs -f {job.id}[/dim]")
@@ -77,6 +79,17 @@ def run(
     ] = None,
     gpu_type: Annotated[list[str] | None, typer.Option("--gpu-type", help="Allowed GPU type (repeat).")] = None,
     cluster: Annotated[list[str] | None, typer.Option("--cluster", help="Allowed cluster (repeat).")] = None,
+    cpus: Annotated[
+        int, typer.Option("--cpus", "-c", min=0, help="CPUs per replica (sbatch --cpus-per-task). Default: none.")
+    ] = 0,
+    mem: Annotated[
+        str | None, typer.Option("--mem", help="Memory per replica: 16G, 512M or MiB (sbatch --mem). Default: none.")
+    ] = None,
+    time_limit: Annotated[
+        str | None,
+        typer.Option("--time", "-t", help="Longest run, then the job is ended: 8h, 90m, or sbatch's 1-12:00:00 forms."),
+    ] = None,
+    image: Annotated[str | None, typer.Option("--image", help="Container image to run the command in.")] = None,
     env: Annotated[list[str] | None, typer.Option("--env", "-e", help="KEY=VALUE for the job (repeat).")] = None,
     workdir: Annotated[str | None, typer.Option("--workdir", help="Working directory (default: this one).")] = None,
     no_requeue: Annotated[bool, typer.Option("--no-requeue", help="Do not requeue after a preemption.")] = False,
@@ -113,9 +126,37 @@ def run(
         spec["env"] = variables
     if grace is not None:
         spec["grace"] = grace
+    if cpus:
+        spec["resources"]["cpus"] = cpus
+    if mem is not None:
+        spec["resources"]["memory"] = mem
+    if time_limit is not None:
+        spec["max_runtime"] = slurm_time(time_limit)
+    if image is not None:
+        spec["image"] = image
     with api_call(), client() as api:
         result = api.submit(spec, request_id=request_id)
     _submitted(result, as_json)
+
+
+_SLURM_TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+
+
+def slurm_time(value: str) -> str | int:
+    """`--time` as sbatch reads it — minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS — in seconds; any other
+    text (8h, 90m: the server's durations) is passed on for the server to read."""
+    found = _SLURM_TIME.match(value.strip())
+    if found is None:
+        return value
+    days, first, second, third = (int(g) if g is not None else None for g in found.groups())
+    assert first is not None
+    if days is not None:  # D-HH[:MM[:SS]]
+        return ((days * 24 + first) * 60 + (second or 0)) * 60 + (third or 0)
+    if third is not None:  # HH:MM:SS
+        return (first * 60 + (second or 0)) * 60 + third
+    if second is not None:  # MM:SS
+        return first * 60 + second
+    return first * 60  # minutes
 
 
 def _name_of(program: str) -> str:

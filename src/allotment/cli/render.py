@@ -19,6 +19,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from allotment.config.fields import memory_text
 from allotment.core.jobstate import JobState
 from allotment.sdk import MICRO
 from allotment.sdk import models as m
@@ -196,12 +197,19 @@ def _contract(j: m.JobSummary) -> str:
     return "session" if j.kind == "session" else j.contract
 
 
+def beside(job: m.JobDetail) -> str:
+    """The CPUs and memory a replica asks for beside its GPUs, e.g. ", 16 CPUs and 64G per replica"; empty when none."""
+    parts = ([f"{job.cpus} CPUs"] if job.cpus else []) + ([memory_text(job.memory_mib)] if job.memory_mib else [])
+    return f", {' and '.join(parts)} per replica" if parts else ""
+
+
 def job_panel(job: m.JobDetail) -> Panel:
     lines = [
         f"[bold]{escape(job.name)}[/bold] [dim]{job.id}[/dim]  {job.user} → {job.budget}",
         f"state      [{STATE_STYLE.get(job.state, '')}]{job.state}[/] — {escape(readable(job.state_reason))}",
         f"command    {escape(' '.join(job.command))}",
         f"resources  {gpus(job)} GPUs"
+        + beside(job)
         + (f" of {', '.join(job.gpu_types)}" if job.gpu_types else "")
         + (f" on {', '.join(job.clusters)}" if job.clusters else ""),
         f"contract   {job.contract}, slice {ago(job.slice_seconds)}, grace {ago(job.grace)}, priority {job.priority}"

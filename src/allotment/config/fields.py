@@ -1,8 +1,9 @@
 """Field types of the configuration: names, durations, credits, price fractions and timestamps.
 
 Owns: the parsing and exactness rules of single values (names and Unix account names, durations like
-`30m`/`8h`/`2d`/`90s` or integer seconds; credit amounts as exact decimals with at most six places; prices as
-fractions exact to a thousandth; ISO datetimes with a timezone → Unix seconds).
+`30m`/`8h`/`2d`/`90s` or integer seconds; memory sizes like `16G`/`512M` or integer MiB; CPU counts; credit
+amounts as exact decimals with at most six places; prices as fractions exact to a thousandth; ISO datetimes with a
+timezone → Unix seconds).
 
 Must not: look at more than one value at a time (cross-field rules live in `checks`), or use binary floats.
 """
@@ -16,7 +17,16 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, StrictInt
 
-from allotment.config.limits import MAX_COUNT, MAX_CREDITS, MAX_DURATION, MAX_NAME, MAX_TEXT, check_text
+from allotment.config.limits import (
+    MAX_COUNT,
+    MAX_CPUS,
+    MAX_CREDITS,
+    MAX_DURATION,
+    MAX_MEMORY_MIB,
+    MAX_NAME,
+    MAX_TEXT,
+    check_text,
+)
 from allotment.core.model import FULL_PRICE, MICRO_PER_CREDIT
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -68,6 +78,51 @@ def parse_duration(value: Any) -> int:
 
 Duration = Annotated[int, BeforeValidator(parse_duration)]
 """A duration in whole seconds."""
+
+_MIB_PER = {"K": None, "M": 1, "G": 1024, "T": 1024 * 1024}
+_MEMORY = re.compile(r"^(\d+)([KMGT])(?:IB|I|B)?$")
+
+
+def parse_memory(value: Any) -> int:
+    """`512M`, `16G`, `2T` (binary units: 1G = 1024M; `Gi`, `GB`, `GiB` alike), or whole MiB as an integer → MiB
+    (at most MAX_MEMORY_MIB). 0 means no request (a job) or not declared (a node)."""
+    mib: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError("a memory size must not be negative")
+        mib = value
+    elif isinstance(value, str) and len(value) <= 32:
+        text = value.strip().replace(" ", "").upper()
+        found = _MEMORY.match(text)
+        if text.isdigit():
+            mib = int(text)
+        elif found:
+            per = _MIB_PER[found.group(2)]
+            if per is None:
+                raise ValueError(f"{value!r} is smaller than the unit memory is counted in; use M, G or T")
+            mib = int(found.group(1)) * per
+    if mib is None:
+        shown = value if not isinstance(value, str) or len(value) <= 32 else value[:32] + "…"
+        raise ValueError(f"{shown!r} is not a memory size; use MiB as an integer or a string like 512M, 16G, 2T")
+    if mib > MAX_MEMORY_MIB:
+        raise ValueError(f"a memory size is at most {MAX_MEMORY_MIB} MiB; got {mib} MiB")
+    return mib
+
+
+Memory = Annotated[int, BeforeValidator(parse_memory)]
+"""A memory size in whole MiB (0: none)."""
+
+
+def memory_text(mib: int) -> str:
+    """MiB as the shortest exact form parse_memory reads back: 16G, 1536M, 2T."""
+    for unit, per in (("T", 1024 * 1024), ("G", 1024)):
+        if mib and mib % per == 0:
+            return f"{mib // per}{unit}"
+    return f"{mib}M"
+
+
+Cpus = Annotated[StrictInt, Field(ge=0, le=MAX_CPUS)]
+"""A whole number of CPUs (0: none)."""
 
 
 def _decimal(value: Any, what: str) -> Decimal:

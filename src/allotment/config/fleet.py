@@ -65,6 +65,8 @@ def plan_cluster(cluster: ClusterConfig) -> list[PlannedNode]:
                 labels=tuple(labels),
                 state=_STATES[override.state] if override is not None else NodeState.READY,
                 forced=override.forced if override is not None else False,
+                cpus=group.cpus_per_node,
+                memory=group.memory_per_node,
             )
             planned.append(PlannedNode(index, node))
         rack_base += racks_used

@@ -49,6 +49,10 @@ MAX_GPUS_PER_REPLICA = 1024
 """GPUs per replica in any request (the fleet's largest node bounds it further: service.shapes)."""
 MAX_REPLICAS = 65536
 """Replicas of one job in any request (the fleet bounds it further: service.shapes)."""
+MAX_CPUS = 1 << 20
+"""CPUs per replica, or of one node, in any request or configuration."""
+MAX_MEMORY_MIB = 1 << 40
+"""MiB of memory per replica, or of one node (2^40 MiB is an exbibyte): inside a 64-bit integer in bytes."""
 MAX_COUNT = 2**31 - 1
 """Any other whole count in a document (node counts, a budget's max_gpus, a window's GPUs): a 32-bit integer."""
 MAX_DURATION = 10 * 365 * 86400

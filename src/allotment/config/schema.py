@@ -19,9 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from allotment.config.fields import (
     EMAIL_PATTERN,
+    Cpus,
     Credits,
     Day,
     Duration,
+    Memory,
     Name,
     NonNegativeInt,
     PositiveInt,
@@ -51,6 +53,10 @@ class NodeGroup(_Model):
     """Nodes per rack (needed when the cluster's topology names `rack`)."""
     block_size: PositiveInt | None = None
     """Racks per block (needed when the cluster's topology names `block`)."""
+    cpus_per_node: Cpus = 0
+    """CPUs each node offers to jobs; 0 or absent: not declared, CPU requests are not counted (decision 60)."""
+    memory_per_node: Memory = 0
+    """Memory each node offers to jobs (`512G`, `2T`, or MiB); 0 or absent: not declared, not counted."""
 
 
 class OverrideState(StrEnum):

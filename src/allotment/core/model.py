@@ -84,6 +84,15 @@ class Node:
     state: NodeState = NodeState.READY
     forced: bool = False
     """A forced drain: every job leaves now, with the owner refunded (an administrator's explicit action)."""
+    cpus: int = 0
+    """CPUs the node offers to jobs; 0: not declared, CPU requests are not counted here (decision 60)."""
+    memory: int = 0
+    """MiB of memory the node offers to jobs; 0: not declared, memory requests are not counted here.
+    Added last, with defaults, so snapshots pickled before them still load (Node.__setstate__)."""
+
+    def __setstate__(self, state: Sequence[object]) -> None:
+        """pickle's restore (see Job.__setstate__): fields added after a node was pickled take their defaults."""
+        _restore(self, state)
 
     def label(self, key: str) -> str | None:
         for k, v in self.labels:
@@ -211,6 +220,10 @@ class Job:
     cancel_requested: bool = False
     """Its owner asked to cancel it: a running job is told to leave (core/cancellation.py), a pending one ends.
     Last, with a default, so snapshots pickled before it existed still load (Job.__setstate__)."""
+    cpus: int = 0
+    """CPUs per replica; 0: no request (placement counts none, decision 60)."""
+    memory: int = 0
+    """MiB of memory per replica; 0: no request."""
 
     def __setstate__(self, state: Sequence[object]) -> None:
         """pickle's restore of the dataclass's state (its fields' values in order, a list): the fields added after a

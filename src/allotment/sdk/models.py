@@ -105,6 +105,10 @@ class JobDetail(JobSummary):
     slices: list[Slice] = Field(default_factory=list)
     charges: list[Charge] = Field(default_factory=list)
     charged_micro: int = 0
+    cpus: int = 0
+    """CPUs per replica (0: no request)."""
+    memory_mib: int = 0
+    """MiB of memory per replica (0: no request)."""
 
 
 class Submitted(Model):

@@ -36,7 +36,7 @@ from allotment.service.errors import (
     ServiceError,
 )
 from allotment.service.principal import Principal, budget_parents
-from allotment.service.shapes import PoolShape, read_shapes, unfittable
+from allotment.service.shapes import NodeKind, PoolShape, read_kinds, read_shapes, short_of, unfittable
 from allotment.service.specs import JobSpec
 from allotment.service.views import (
     ChargeView,
@@ -64,10 +64,11 @@ def _check_spec(
     parents: dict[str, str | None],
     known: set[str],
     shapes: Sequence[PoolShape],
+    kinds: Sequence[NodeKind],
 ) -> list[FieldProblem]:
-    """Problems of the spec in this deployment (`parents`: the budget tree; `known`: the cluster names; `shapes`: the
-    fleet's pools, all read in the submitting transaction); raises Forbidden when the user may not charge the
-    budget."""
+    """Problems of the spec in this deployment (`parents`: the budget tree; `known`: the cluster names; `shapes` and
+    `kinds`: the fleet's pools and its nodes' GPUs, CPUs and memory, all read in the submitting transaction); raises
+    Forbidden when the user may not charge the budget."""
     spec, policy = doc.value, ctx.policy
     problems: list[FieldProblem] = []
 
@@ -105,8 +106,9 @@ def _check_spec(
     ):
         bad(("contract", "slice"), f"a run slice lasts {policy.min_slice}s to {policy.max_slice}s ({length}s asked)")
     if not any(p.field.startswith("resources") for p in problems):
-        impossible = unfittable(
-            shapes, spec.resources.gpus, spec.resources.replicas, spec.resources.gpu_types, spec.resources.clusters
+        r = spec.resources
+        impossible = unfittable(shapes, r.gpus, r.replicas, r.gpu_types, r.clusters) or short_of(
+            kinds, r.gpus, r.replicas, r.cpus, r.memory, r.gpu_types, r.clusters
         )
         if impossible is not None:
             bad(*impossible)
@@ -180,9 +182,10 @@ def _submit_batch(ctx: Context, requests: Sequence[SubmitRequest]) -> list[Submi
         parents = budget_parents(session)
         known = set(session.scalars(select(ClusterRow.name)))
         shapes = read_shapes(session)
+        kinds = read_kinds(session)
         for i, req in enumerate(requests):
             try:
-                accepted.append((i, _submission(ctx, req, parents, known, shapes)))
+                accepted.append((i, _submission(ctx, req, parents, known, shapes, kinds)))
             except ServiceError as exc:
                 out[i] = exc
         rows = submit_many(session, [sub for _, sub in accepted], ctx.now())
@@ -208,6 +211,7 @@ def _submission(
     parents: dict[str, str | None],
     known: set[str],
     shapes: Sequence[PoolShape],
+    kinds: Sequence[NodeKind],
 ) -> Submission:
     """The store's record of a checked request; raises Invalid or Forbidden for a request that may not be made."""
     spec, principal = req.doc.value, req.principal
@@ -216,7 +220,7 @@ def _submission(
         ctx.run_as.require(principal.user)  # owner mode: a job runs as its owner, so the owner needs an account
     except NoAccount as exc:
         raise Invalid.of("user", exc.message) from None
-    problems = _check_spec(ctx, principal, req.doc, parents, known, shapes)
+    problems = _check_spec(ctx, principal, req.doc, parents, known, shapes, kinds)
     if problems:
         raise Invalid("the job spec is invalid: " + "; ".join(str(p) for p in problems), problems)
     return Submission(
@@ -240,6 +244,8 @@ def _submission(
         image=spec.image,
         workdir=spec.workdir,
         request_id=key,
+        cpus=spec.resources.cpus,
+        memory=spec.resources.memory,
     )
 
 
@@ -308,6 +314,8 @@ def _as_detail(
         fallback_opportunistic=row.fallback_opportunistic,
         requeue=row.requeue,
         request_id=row.request_id.split(":", 1)[1] if row.request_id else None,
+        cpus=row.cpus,
+        memory_mib=row.memory_mib,
         history=history,
         runs=[
             RunView(

@@ -5,7 +5,9 @@ that many, from the node table: every node whatever its state, since a drained o
 fleet sync discovered count like configured ones) and `unfittable`, which applies the placement rule
 (core.placement.nodes_for: a gang that fits on one node takes one node; a larger one takes whole nodes of its
 pool's largest size, in one cluster) to say which field makes a job impossible and what the largest possible job
-is. A job refused here would otherwise wait forever.
+is; and `read_kinds` with `short_of`, the same for the CPUs and memory per replica a job asks beside its GPUs (a
+node that declares none counts as unlimited; a node holding r replicas needs r times the request: decision 60).
+A job refused here would otherwise wait forever.
 
 Must not: look at what is free now or at budgets and windows (the scheduler does): a job that could run some day
 is accepted.
@@ -20,6 +22,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from allotment.config.errors import Loc
+from allotment.config.fields import memory_text
 from allotment.core.placement import nodes_for
 from allotment.store.tables import NodeRow
 
@@ -99,4 +102,86 @@ def unfittable(
         f"{replicas} replicas × {gpus} GPUs need {need} whole nodes of {roomiest.size} × {roomiest.gpu_type}, and "
         f"cluster {roomiest.cluster} has {roomiest.nodes}; with {gpus} GPUs per replica at most "
         f"{roomiest.most_replicas(gpus)} replicas fit; the largest job {scope} can hold is {largest.largest_job()}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class NodeKind:
+    """Nodes of one pool alike in GPUs, CPUs and memory (0: not declared), and how many there are."""
+
+    cluster: str
+    gpu_type: str
+    gpus: int
+    cpus: int
+    memory: int
+    count: int
+
+    def holds(self, replicas: int, cpus: int, memory: int) -> bool:
+        """Could this node's CPUs and memory hold `replicas` replicas of `cpus` CPUs and `memory` MiB each?"""
+        return (self.cpus == 0 or replicas * cpus <= self.cpus) and (
+            self.memory == 0 or replicas * memory <= self.memory
+        )
+
+
+def read_kinds(session: Session) -> list[NodeKind]:
+    """Every pool's nodes grouped by GPUs, CPUs and memory (every state, like read_shapes)."""
+    rows = session.execute(
+        select(NodeRow.cluster, NodeRow.gpu_type, NodeRow.gpus, NodeRow.cpus, NodeRow.memory_mib, func.count())
+        .group_by(NodeRow.cluster, NodeRow.gpu_type, NodeRow.gpus, NodeRow.cpus, NodeRow.memory_mib)
+        .order_by(NodeRow.cluster, NodeRow.gpu_type, NodeRow.gpus, NodeRow.cpus, NodeRow.memory_mib)
+    )
+    return [NodeKind(c, t, int(g), int(cp), int(m), int(n)) for c, t, g, cp, m, n in rows]
+
+
+def _fits(kinds: Sequence[NodeKind], gpus: int, replicas: int, cpus: int, memory: int) -> bool:
+    """Could one pool hold the gang with these CPUs and memory per replica (placement's rule: a gang that fits one
+    node takes one node; a larger one takes whole nodes of the pool's largest size, each counted as holding as many
+    replicas as fit its GPUs)?"""
+    pools: dict[tuple[str, str], list[NodeKind]] = {}
+    for k in kinds:
+        pools.setdefault((k.cluster, k.gpu_type), []).append(k)
+    for pool in pools.values():
+        size = max(k.gpus for k in pool)
+        need = nodes_for(gpus, replicas, size)
+        if need == 1:
+            if any(k.gpus >= gpus * replicas and k.holds(replicas, cpus, memory) for k in pool):
+                return True
+        elif need > 1:
+            per_node = size // gpus
+            if sum(k.count for k in pool if k.gpus == size and k.holds(per_node, cpus, memory)) >= need:
+                return True
+    return False
+
+
+def short_of(
+    kinds: Sequence[NodeKind],
+    gpus: int,
+    replicas: int,
+    cpus: int,
+    memory: int,
+    gpu_types: Sequence[str],
+    clusters: Sequence[str],
+) -> tuple[Loc, str] | None:
+    """The field and reason that make the CPUs or memory per replica impossible on every allowed pool that could
+    hold the job's GPUs, or None (also when the job asks for neither, or no allowed pool holds its GPUs at all:
+    `unfittable` says why then)."""
+    if cpus <= 0 and memory <= 0:
+        return None
+    allowed = [
+        k for k in kinds if (not gpu_types or k.gpu_type in gpu_types) and (not clusters or k.cluster in clusters)
+    ]
+    if not allowed or not _fits(allowed, gpus, replicas, 0, 0) or _fits(allowed, gpus, replicas, cpus, memory):
+        return None
+    if cpus > 0 and not _fits(allowed, gpus, replicas, cpus, 0):
+        most = max((k.cpus for k in allowed if k.cpus > 0), default=0)
+        return ("resources", "cpus"), (
+            f"{replicas} × {cpus} CPUs cannot be placed beside the job's GPUs: no allowed node, or set of whole nodes, "
+            f"offers that many CPUs per replica (the most on one allowed node is {most})"
+        )
+    most_memory = max((k.memory for k in allowed if k.memory > 0), default=0)
+    return ("resources", "memory"), (
+        f"{replicas} × {memory_text(memory)} of memory cannot be placed beside the job's GPUs"
+        + (" and CPUs" if cpus > 0 else "")
+        + f": no allowed node, or set of whole nodes, offers that much per replica (the most on one allowed node is "
+        f"{memory_text(most_memory)})"
     )

@@ -1,11 +1,12 @@
 """Job specs: what a user asks to run, in a shape close to Slurm, dstack and Beaker.
 
 Owns: the JobSpec model (name, budget, command as an argv list or a shell-like string split with shlex, image, env,
-workdir, resources {gpus per replica, replicas, gpu_types, clusters}, contract {class, slice, fallback_opportunistic},
-kind, priority, grace, max_runtime, requeue), `parse_spec` for YAML text with field, line and reason for every
-problem, and `spec_from_data` for JSON. Durations are seconds or strings like 30m, 8h, 2d. Unknown keys are errors;
-a spec names no user: jobs always run as the authenticated user. An omitted slice or grace stays None here: the
-server's policy supplies it (service.jobs), so every client gets the same default.
+workdir, resources {gpus, cpus and memory per replica, replicas, gpu_types, clusters}, contract {class, slice,
+fallback_opportunistic}, kind, priority, grace, max_runtime, requeue), `parse_spec` for YAML text with field, line
+and reason for every problem, and `spec_from_data` for JSON. Durations are seconds or strings like 30m, 8h, 2d;
+memory is MiB or strings like 512M, 16G. Unknown keys are errors; a spec names no user: jobs always run as the
+authenticated user. An omitted slice or grace stays None here: the server's policy supplies it (service.jobs), so
+every client gets the same default.
 
 Must not: check what depends on the deployment (the budget, the fleet, the policy's limits): service.jobs does.
 """
@@ -27,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from allotment.config.fields import Duration, Name, Text
+from allotment.config.fields import Cpus, Duration, Memory, Name, Text
 from allotment.config.gpus import whole_gpus
 from allotment.config.limits import (
     MAX_ARG_CHARS,
@@ -115,6 +116,11 @@ class Resources(_Model):
     """Allowed GPU types (any when empty)."""
     clusters: Choices = ()
     """Allowed clusters (any when empty)."""
+    cpus: Cpus = 0
+    """CPUs per replica (Slurm's --cpus-per-task); 0: no request, nothing is counted (decision 60)."""
+    memory: Memory = 0
+    """Memory per replica in MiB, written as an integer or `512M`, `16G`, `2T` (Slurm's --mem is per node); 0: no
+    request."""
 
 
 class Contract(_Model):

@@ -98,6 +98,10 @@ class JobDetail(JobSummary):
     charges: list[ChargeView]
     charged_micro: int
     """Net credit-microunits this job cost its budget (charges less refunds)."""
+    cpus: int = 0
+    """CPUs per replica (0: no request)."""
+    memory_mib: int = 0
+    """MiB of memory per replica (0: no request)."""
 
 
 class Submitted(View):

@@ -75,6 +75,7 @@ def seed_from(
             nrow = NodeRow(name=n.name, state=n.state.value, forced=n.forced, reason=None)
             session.add(nrow)
         nrow.cluster, nrow.gpu_type, nrow.gpus = n.cluster, n.gpu_type, n.gpus
+        nrow.cpus, nrow.memory_mib = n.cpus, n.memory
         nrow.labels, nrow.updated_at = dict(n.labels), now
     session.flush()
 

@@ -45,6 +45,10 @@ class Submission:
     workdir: str | None = None
     request_id: str | None = None
     job_id: str | None = None
+    cpus: int = 0
+    """CPUs per replica (0: no request)."""
+    memory: int = 0
+    """MiB of memory per replica (0: no request)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +80,8 @@ class NewJob:
     state_reason: str
     updated_at: Seconds
     cancel_requested_at: Seconds | None
+    cpus: int
+    memory_mib: int
 
 
 def new_job_id() -> str:
@@ -180,6 +186,8 @@ def job_values(sub: Submission, now: Seconds) -> dict[str, Any]:
         "state_reason": "submitted",
         "updated_at": now,
         "cancel_requested_at": None,
+        "cpus": sub.cpus,
+        "memory_mib": sub.memory,
     }
 
 

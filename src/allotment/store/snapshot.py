@@ -60,16 +60,17 @@ def placement_of(raw: Any) -> tuple[Allocation, ...]:
 def job_of(row: Any) -> Job:
     """A job as submitted, from its columns in _JOBS_ASKED's order (the in-memory store builds the same tuple)."""
     (jid, budget, user, gpus, replicas, kind, contract, slice_s, prio, grace, max_rt, submitted, types, clusters_,
-     fallback, requeue) = row  # fmt: skip
+     fallback, requeue, cpus, memory) = row  # fmt: skip
     return Job(
         jid, budget, user, gpus, replicas, JobKind(kind), ContractClass(contract), slice_s, prio, grace, max_rt,
-        submitted, tuple(types), tuple(clusters_), bool(fallback), bool(requeue),
+        submitted, tuple(types), tuple(clusters_), bool(fallback), bool(requeue), cpus=cpus, memory=memory,
     )  # fmt: skip
 
 
 JOB_COLUMNS = (
     "id", "budget", "user", "gpus", "replicas", "kind", "contract", "slice_seconds", "priority", "grace",
-    "max_runtime", "submitted_at", "gpu_types", "clusters", "fallback_opportunistic", "requeue",
+    "max_runtime", "submitted_at", "gpu_types", "clusters", "fallback_opportunistic", "requeue", "cpus",
+    "memory_mib",
 )  # fmt: skip
 """The jobs table's columns a job as submitted is built from, in job_of's order."""
 
@@ -93,6 +94,8 @@ _NODES = select(
     NodeRow.labels,
     NodeRow.state,
     NodeRow.forced,
+    NodeRow.cpus,
+    NodeRow.memory_mib,
 ).order_by(NodeRow.name)
 _BUDGETS = select(BudgetRow.name, BudgetRow.parent, BudgetRow.allocation_micro, BudgetRow.max_gpus).order_by(
     BudgetRow.name
@@ -164,8 +167,10 @@ def load_snapshot(
             tuple(sorted((str(k), str(v)) for k, v in (labels or {}).items())),
             NodeState(state),
             bool(forced),
+            cpus=cpus,
+            memory=memory,
         )
-        for name, cluster, gpu_type, gpus, labels, state, forced in conn.execute(_NODES)
+        for name, cluster, gpu_type, gpus, labels, state, forced, cpus, memory in conn.execute(_NODES)
     )
     budgets = [
         Budget(name, parent, allocation, max_gpus) for name, parent, allocation, max_gpus in conn.execute(_BUDGETS)

@@ -51,6 +51,10 @@ class NodeRow(Base):
     forced: Mapped[bool]
     reason: Mapped[str | None] = mapped_column(Text)
     updated_at: Mapped[Time]
+    cpus: Mapped[int] = mapped_column(default=0)
+    """CPUs the node offers to jobs; 0: not declared (decision 60)."""
+    memory_mib: Mapped[int] = mapped_column(BigInteger, default=0)
+    """MiB of memory the node offers to jobs; 0: not declared."""
 
 
 class BudgetRow(Base):
@@ -125,6 +129,10 @@ class JobRow(Base):
     updated_at: Mapped[Time]
     cancel_requested_at: Mapped[Time | None]
     """Set by a user's cancellation; the engine acts on it in its next cycle."""
+    cpus: Mapped[int] = mapped_column(default=0)
+    """CPUs per replica; 0: no request (decision 60)."""
+    memory_mib: Mapped[int] = mapped_column(BigInteger, default=0)
+    """MiB of memory per replica; 0: no request."""
 
 
 class JobEventRow(Base):

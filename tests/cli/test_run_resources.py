@@ -1,0 +1,55 @@
+"""`allot run` asks for what sbatch asks for: `--cpus` (sbatch --cpus-per-task) and `--mem` per replica, `--time`
+(a time limit: the job's max_runtime, in sbatch's own forms or as 90m, 8h) and `--image`; the reply and `allot
+status` show them, and a request no node could hold is refused naming the field. Against a live server on
+examples/small (4 nodes × 8 H100 with 224 CPUs and 2T each)."""
+
+from __future__ import annotations
+
+import pytest
+
+from allotment.cli.jobs import slurm_time
+from tests.cli.conftest import Allot
+
+
+@pytest.mark.parametrize(
+    ("given", "seconds"),
+    [
+        pytest.param("90", 90 * 60, id="minutes"),
+        pytest.param("5:30", 5 * 60 + 30, id="minutes-and-seconds"),
+        pytest.param("1:30:00", 5400, id="hours-minutes-seconds"),
+        pytest.param("2-0", 2 * 86400, id="days-and-hours"),
+        pytest.param("1-12:30", 86400 + 12 * 3600 + 30 * 60, id="days-hours-minutes"),
+        pytest.param("1-00:00:10", 86410, id="days-hours-minutes-seconds"),
+        pytest.param("8h", "8h", id="a-duration-is-left-to-the-server"),
+        pytest.param("later", "later", id="anything-else-is-left-to-the-server"),
+    ],
+)
+def test_time_reads_sbatch_forms(given: str, seconds: int | str) -> None:
+    assert slurm_time(given) == seconds
+
+
+def test_run_passes_cpus_memory_time_and_image(allot: Allot) -> None:
+    job = allot.json(
+        "ben", "run", "--budget", "pretrain", "--gpus", "2", "--replicas", "2", "--cpus", "16", "--mem", "64G",
+        "--time", "1:30:00", "--image", "registry.example/train:1", "--no-requeue", "--", "sleep", "600",
+    )["job"]  # fmt: skip
+    assert (job["cpus"], job["memory_mib"], job["max_runtime"], job["image"]) == (
+        16, 65536, 5400, "registry.example/train:1"
+    )  # fmt: skip
+    shown = allot("ben", "status", job["id"]).stdout
+    assert "16 CPUs and 64G per replica" in shown and "max runtime 1h30m" in shown
+    allot("ben", "cancel", job["id"])
+
+
+def test_run_with_a_duration_for_time_and_no_cpus_asks_for_none(allot: Allot) -> None:
+    job = allot.json("ben", "run", "--budget", "pretrain", "--time", "45m", "--", "true")["job"]
+    assert (job["cpus"], job["memory_mib"], job["max_runtime"], job["image"]) == (0, 0, 2700, None)
+
+
+def test_run_refuses_what_no_node_could_hold(allot: Allot) -> None:
+    result = allot("ben", "run", "--budget", "pretrain", "--cpus", "300", "--", "true", code=2)
+    assert "resources.cpus" in result.stderr and "224" in result.stderr
+    result = allot("ben", "run", "--budget", "pretrain", "--mem", "lots", "--", "true", code=2)
+    assert "resources.memory" in result.stderr and "not a memory size" in result.stderr
+    result = allot("ben", "run", "--budget", "pretrain", "--time", "soon", "--", "true", code=2)
+    assert "max_runtime" in result.stderr
