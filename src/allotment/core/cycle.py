@@ -56,6 +56,8 @@ class AllotmentPolicy:
     """Budgets, hierarchical fair share and time-slicing contracts (the policy this project exists for)."""
 
     name = "allotment"
+    keeps_session_room = True
+    """It keeps a session room free (rule `session-room`): the simulator's idle-GPU breakdown names it."""
 
     def decide(self, snapshot: Snapshot, now: Seconds) -> Decisions:
         st = CycleState(snapshot, now)

@@ -11,11 +11,13 @@ Must not: run simulations, read the store, or draw anything.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from allotment.core.decisions import FINAL_REASONS
+from allotment.sim.observe import IDLE_CAUSES
 from allotment.sim.results import JobRecord, SimResult
 
 HOUR = 3600.0
@@ -126,6 +128,9 @@ class Metrics:
     eta_error: Quantiles = Quantiles(0, math.nan, math.nan, math.nan)
     """Hours between the start first estimated for a job and its actual first start (jobs given an estimate that
     started); the report shows p50 and p90."""
+    idle_contended: Mapping[str, float] = field(default_factory=dict)
+    """Per cause (sim.observe.IDLE_CAUSES): idle GPU-time while demand exceeded supply ÷ the fleet's GPU-time then,
+    so the causes and utilisation_contended add up to about 1 (runs being freed by preemption count as busy)."""
 
 
 def _finish(j: JobRecord, horizon: int) -> int:
@@ -174,6 +179,37 @@ def utilisation_when_contended(points: Sequence[tuple[int, int, int]], fleet: in
             used += min(busy, fleet) * span
             seconds += span
     return (used / (fleet * seconds) if seconds else math.nan), seconds
+
+
+def idle_when_contended(
+    points: Sequence[tuple[int, int, int]],
+    samples: Sequence[tuple[int, tuple[int, ...]]],
+    fleet: int,
+    horizon: int,
+) -> dict[str, float]:
+    """Per cause: idle GPU-time ÷ fleet GPU-time over the time offered demand exceeded `fleet` (the spans
+    utilisation_when_contended counts), from the step function of idle GPUs per cause each cycle recorded."""
+    totals = [0.0] * len(IDLE_CAUSES)
+    seconds = 0.0
+    bounds = sorted({t for t, _, _ in points} | {t for t, _ in samples} | {horizon})
+    pi = si = 0
+    offered = 0
+    idle: tuple[int, ...] = (0,) * len(IDLE_CAUSES)
+    for t, nxt in itertools.pairwise(bounds):
+        while pi < len(points) and points[pi][0] <= t:
+            offered = points[pi][2]
+            pi += 1
+        while si < len(samples) and samples[si][0] <= t:
+            idle = samples[si][1]
+            si += 1
+        span = max(min(nxt, horizon) - t, 0)
+        if offered > fleet and span > 0:
+            seconds += span
+            for i, g in enumerate(idle):
+                totals[i] += g * span
+    if not seconds or not samples:
+        return {}
+    return {key: totals[i] / (fleet * seconds) for i, (key, _) in enumerate(IDLE_CAUSES)}
 
 
 def _overlap(a0: int, a1: int, b0: int, b1: int) -> int:
@@ -274,4 +310,5 @@ def compute(result: SimResult) -> Metrics:
         sessions_own_limit=sum(1 for j in all_sessions if j.own_limit),
         session_latency_all=Quantiles.of(_wait(j, horizon) for j in all_sessions),
         eta_error=Quantiles.of(eta),
+        idle_contended=idle_when_contended(points, result.idle, result.fleet_gpus, horizon),
     )

@@ -82,6 +82,8 @@ class SimResult:
     notes: tuple[str, ...] = ()
     burn: Mapping[str, tuple[tuple[Seconds, Micro], ...]] = field(default_factory=dict)
     """Leaf budget → (seconds from the start, balance) after each change in the first period (for burn-down plots)."""
+    idle: tuple[tuple[Seconds, tuple[int, ...]], ...] = ()
+    """(seconds from the start, idle GPUs per cause in sim.observe.IDLE_CAUSES order) at every change."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -28,7 +28,7 @@ from allotment.core.policy import Policy
 from allotment.ledger import INFRASTRUCTURE
 from allotment.ledger.entries import EntryKind
 from allotment.sim.executor import SimExecutor
-from allotment.sim.observe import WaitWatch
+from allotment.sim.observe import IdleWatch, WaitWatch
 from allotment.sim.results import DrainRecord, JobRecord, RunRecord, SimResult
 from allotment.sim.workload import SimJob, Workload
 from allotment.sim.world import LedgerLine, assemble
@@ -98,8 +98,9 @@ class Simulation:
         self.jobs = {j.id: j for j in workload.jobs}
         self.executor = SimExecutor(self.jobs, self.options.seed, self.options.start, self.clock.now)
         o = self.options
+        self.idle = IdleWatch(policy, o.start)
         self.built = assemble(
-            o.store, Path(workload.config), o.database_url, o.charge_every, self.executor, policy, self.clock
+            o.store, Path(workload.config), o.database_url, o.charge_every, self.executor, self.idle, self.clock
         )
         self.engine = self.built.engine
         self.world = self.built.world
@@ -311,6 +312,7 @@ class Simulation:
             decide_seconds=decide_s,
             notes=self.workload.notes,
             burn=burn,
+            idle=tuple(self.idle.samples),
         )
 
 

@@ -1,10 +1,10 @@
 """Across seeds: each headline metric's mean and 95 % confidence interval, and the seed list a user writes.
 
 Owns: parsing a seed list ("1-5", "1,3,9", "2-4,8"), the headline metrics taken from one run's Metrics (the numbers a
-report compares across policies: utilisation under contention, session start p95, share of sessions within 60 s,
-waits p95 by size, Jain's index, the worst budget's received ÷ entitled, preemptions and GPU-hours lost, drain
-times, starvation), and their mean with a Student-t 95 % interval across seeds (NaN values — a metric a seed had no
-sample for — are left out of its n).
+report compares across policies: utilisation under contention and why the idle GPUs idled, session start p95 and p99,
+share of sessions within 60 s, the ETA error, waits p95 by size, Jain's index, the worst budget's received ÷
+entitled, preemptions and GPU-hours lost, drain times, starvation), and their mean with a Student-t 95 % interval
+across seeds (NaN values — a metric a seed had no sample for — are left out of its n).
 
 Must not: run simulations or format tables (report.py does).
 """
@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from allotment.sim.metrics import Metrics
+from allotment.sim.observe import IDLE_CAUSES
 
 T_975 = (
     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -48,10 +49,12 @@ def parse_seeds(text: str) -> list[int]:
 
 HEADLINES: tuple[tuple[str, str], ...] = (
     ("utilisation", "utilisation while demand > supply, %"),
+    *((f"idle_{key}", f"idle while contended: {meaning}, %") for key, meaning in IDLE_CAUSES),
     ("session_p95", "session start within limits p95, s"),
     ("session_p99", "session start within limits p99, s"),
     ("sessions_60s", "sessions within limits started within 60 s, %"),
     ("own_limit", "sessions told they wait on their own limit"),
+    ("eta_p50", "first estimated start off by p50, h"),
     ("eta_p90", "first estimated start off by p90, h"),
     ("wait_1_p95", "wait 1 GPU p95, h"),
     ("wait_8_p95", "wait 2-8 GPUs p95, h"),
@@ -72,10 +75,12 @@ HEADLINES: tuple[tuple[str, str], ...] = (
 def headline(m: Metrics) -> dict[str, float]:
     return {
         "utilisation": 100 * m.utilisation_contended,
+        **{f"idle_{key}": 100 * m.idle_contended.get(key, math.nan) for key, _ in IDLE_CAUSES},
         "session_p95": m.session_latency.p95,
         "session_p99": m.session_latency.p99,
         "sessions_60s": 100 * m.sessions_within_60s,
         "own_limit": float(m.sessions_own_limit),
+        "eta_p50": m.eta_error.p50,
         "eta_p90": m.eta_error.p90,
         "wait_1_p95": m.waits_by_size["1"].p95,
         "wait_8_p95": m.waits_by_size["2-8"].p95,
