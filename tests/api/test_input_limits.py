@@ -126,10 +126,10 @@ CASES = [
         id="session-env-value-over-32KiB",
     ),
     pytest.param(
-        Case("GET", f"/budgets/pretrain?window={HUGE}", "ben", 422, "query.window"), id="budget-window-overflow"
+        Case("GET", f"/budgets/pretrain?window={HUGE}", "ben", 422, "query.window"), id="budget-window-refused"
     ),
     pytest.param(
-        Case("GET", f"/dashboard/overview?window={HUGE}", "ben", 422, "query.window"), id="dashboard-window-overflow"
+        Case("GET", f"/dashboard/overview?window={HUGE}", "ben", 422, "query.window"), id="dashboard-window-refused"
     ),
     pytest.param(Case("GET", "/jobs/{job}/logs?offset=" + str(HUGE), "ben", 422, "query.offset"), id="log-offset"),
     pytest.param(

@@ -164,8 +164,8 @@ def test_budget_tree_show_and_plans(allot: Allot, tmp_path: Path) -> None:
         "vision", "detection", "segmentation"}  # fmt: skip
     table = allot("ben", "budget", "tree").stdout
     assert f"Budgets, period {tree['period']}" in table and "pretrain" in table
-    detail = allot.json("ben", "budget", "show", "pretrain", "--window", "3600")
-    assert detail["budget"]["name"] == "pretrain" and detail["burn"]["window"] == 3600
+    detail = allot.json("ben", "budget", "show", "pretrain")
+    assert detail["budget"]["name"] == "pretrain" and detail["forecast"]["window"] == 86_400
     shown = allot("ben", "budget", "show", "detection").stdout
     assert "Members" in shown and "dana" in shown and "detection" in shown
     plan = tmp_path / "plan.yaml"

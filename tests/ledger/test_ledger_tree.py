@@ -1,4 +1,4 @@
-"""Roll-ups up the budget tree, burn rate and projected exhaustion, and decayed fair-share usage."""
+"""Roll-ups up the budget tree and decayed fair-share usage (the run-out forecast: test_forecast.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from allotment.core.model import Budget
-from allotment.ledger import burn, decayed, leaves, overcommitted, rollup, usage_after
+from allotment.ledger import decayed, leaves, overcommitted, rollup, usage_after
 from allotment.ledger.tree import ancestors, depths
 
 from .conftest import H100, T0
@@ -32,18 +32,6 @@ def test_rollup_sums_each_subtree() -> None:
     assert totals == {"org": 10, "vision": 3, "detect": 5, "segment": -2, "chat": 7}
     with pytest.raises(ValueError, match="cycle"):
         rollup({"a": 1}, {"a": "b", "b": "a"})
-
-
-def test_burn_and_exhaustion() -> None:
-    spend = [(T0 - 7200, -999), (T0 - 3000, -600), (T0 - 600, -600), (T0 - 300, 200)]
-    b = burn(spend, T0, 3600, balance=1000)
-    assert (b.spent, b.per_hour) == (1000, 1000)
-    assert b.exhausts_at == T0 + 3600
-    assert burn(spend, T0, 3600, balance=1).exhausts_at == T0 + 4  # rounded up to a whole second
-    assert burn(spend, T0, 3600, balance=0).exhausts_at == T0
-    assert burn([], T0, 3600, balance=10).exhausts_at is None
-    with pytest.raises(ValueError):
-        burn([], T0, 0, 1)
 
 
 def test_usage_is_full_price_credits_with_decay() -> None:

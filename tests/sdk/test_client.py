@@ -136,7 +136,8 @@ def test_budgets_plans_nodes_and_reports(live: LiveServer, ada: Client) -> None:
     lab = tree.get("lab")
     assert lab is not None and lab.depth == 0 and not lab.leaf
     assert [b.name for b in ada.budgets("vision").budgets] == ["vision", "detection", "segmentation"]
-    detail = ada.budget("pretrain", window=3600)
+    detail = ada.budget("pretrain")
+    assert detail.forecast.window == 86_400 and detail.forecast.outcome in ("lasts_period", "runs_out")
     assert detail.budget.max_gpus == 24 and {m.user for m in detail.members} == {"ben", "chen"}
     assert {m.user for m in ada.members("detection")} == {"dana", "eli"}
     plan = {"period": tree.period, "budgets": [{"name": "segmentation", "allocation": 3500}]}
@@ -205,7 +206,8 @@ def test_models_mirror_the_api_views() -> None:
         views.Hint: models.Hint, views.Standing: models.Standing, views.WhyView: models.Why,
         views.AttachInfo: models.AttachInfo, views.SessionView: models.Session, views.BudgetNode: models.BudgetNode,
         views.BudgetTree: models.BudgetTree, views.MemberView: models.Member, views.WindowView: models.Window,
-        views.BurnView: models.Burn, views.BudgetDetail: models.BudgetDetail, views.PlanChange: models.PlanChange,
+        views.ForecastView: models.Forecast, views.BudgetDetail: models.BudgetDetail,
+        views.PlanChange: models.PlanChange,
         views.PlanDiff: models.PlanDiff, views.PlanApplied: models.PlanApplied, views.NodeJob: models.NodeJob,
         views.NodeView: models.Node, views.DrainView: models.Drain, views.UsageRow: models.UsageRow,
         views.UsageReport: models.UsageReport, views.TokenView: models.Token, views.NewToken: models.NewToken,

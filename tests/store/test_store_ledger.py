@@ -1,4 +1,4 @@
-"""Posting, balances, periods, refunds, burn and usage against a real database (SQLite and PostgreSQL)."""
+"""Posting, balances, periods, refunds and usage against a real database (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ from allotment.store.accounts import (
 from allotment.store.errors import ClosedPeriodError, NoOpenPeriodError
 from allotment.store.metering import (
     add_usage,
-    budget_burn,
     charge_run,
     charged_total,
     refund_run,
@@ -177,24 +176,6 @@ def test_refund_moves_a_lost_runs_charges_to_the_infrastructure_account(session:
         select(func.sum(LedgerEntryRow.amount_micro)).where(LedgerEntryRow.kind.in_(["charge", "refund"]))
     )
     assert -int(all_charges or 0) == lost + cost(2, H100, 1000, 1800)
-
-
-def test_burn_rate_and_projected_exhaustion(session: Session) -> None:
-    seed_org(session)
-    open_period(session, WEEKLY, T0)
-    run = start(session, "j1", T0, gpus=8, budget="segment")
-    now = T0 + 10 * 3600
-    for hour in range(1, 11):
-        charge_run(session, run, T0 + hour * 3600)
-    burn = budget_burn(session, "segment", now, 3600 * 4)
-    assert burn.spent == 4 * 8 * H100
-    assert burn.per_hour == 8 * H100
-    balance = 2_000 * H100 - 10 * 8 * H100
-    assert burn.exhausts_at == now + balance // (8 * H100) * 3600
-    parent = budget_burn(session, "vision", now, 3600 * 4)
-    assert parent.per_hour == 8 * H100
-    assert parent.exhausts_at == now + (5_000 * H100 - 80 * H100) // (8 * H100) * 3600
-    assert budget_burn(session, "chat", now, 3600).exhausts_at is None
 
 
 def test_usage_decays_and_accumulates(session: Session) -> None:

@@ -66,7 +66,7 @@ def test_the_burn_down_follows_the_ledger_from_the_period_start_to_now(api: Api)
     assert all(a["remaining_micro"] >= b["remaining_micro"] for a, b in itertools.pairwise(points))
     assert all(b["at"] - a["at"] <= series["bucket"] for a, b in itertools.pairwise(points))
     assert detail["used_micro"] > 0
-    assert series["exhausts_at"] is not None and series["per_hour_micro"] > 0
+    assert series["forecast"] == get(api, "/budgets/pretrain")["forecast"] and series["forecast"]["per_hour_micro"] > 0
     language = get(api, "/dashboard/budgets/language/burndown")
     assert language["points"][-1]["remaining_micro"] == get(api, "/budgets/language")["budget"]["remaining_micro"]
 

@@ -48,12 +48,11 @@ def budget_tree(
 @budget_app.command("show")
 def budget_show(
     name: Annotated[str, typer.Argument(help="The budget.")],
-    window: Annotated[int | None, typer.Option("--window", min=1, help="Burn-rate window in seconds.")] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """One budget: allocation, used, remaining, burn rate, projected exhaustion, members and capacity windows."""
+    """One budget: allocation, used, remaining, run-out forecast (the last 24 h's rate), members, capacity windows."""
     with api_call(), client() as api:
-        detail = api.budget(name, window=window)
+        detail = api.budget(name)
     if as_json:
         dump(detail)
     else:

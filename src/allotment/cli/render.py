@@ -369,16 +369,25 @@ def budget_table(tree: m.BudgetTree, title: str | None = None) -> Table:
     return table
 
 
+def forecast_text(f: m.Forecast, now: float | None = None) -> str:
+    """The run-out forecast in words: exhausted, runs out at a time before the period end, or lasts the period."""
+    if f.outcome == "exhausted":
+        return "exhausted: nothing left this period"
+    if f.outcome == "runs_out" and f.runs_out_at is not None:
+        return f"runs out {clock(f.runs_out_at, now)}, before the period ends {clock(f.period_end, now)}"
+    return f"lasts the period (ends {clock(f.period_end, now)}; {credits(f.left_at_end_micro, 3)} credits left then)"
+
+
 def budget_detail(detail: m.BudgetDetail) -> Group:
-    b, burn = detail.budget, detail.burn
-    exhausts = clock(burn.exhausts_at) if burn.exhausts_at else "never at this rate"
+    b, f = detail.budget, detail.forecast
     lines = [
         f"[bold]{b.name}[/bold] ({'leaf: pays for jobs' if b.leaf else 'group'}), parent {b.parent or '—'}, "
         f"period {detail.period}",
         f"allocation {credits(b.allocation_micro)}  used {credits(b.used_micro, 3)}  "
         f"remaining {credits(b.remaining_micro, 3)} credits" + (f"  max {b.max_gpus} GPUs" if b.max_gpus else ""),
-        f"burn       {credits(burn.spent_micro, 3)} credits over the last {ago(burn.window)} = "
-        f"{credits(burn.per_hour_micro, 3)}/hour; exhausted {exhausts}",
+        f"rate       {credits(f.spent_micro, 3)} credits over the last {f.window // 3600} h = "
+        f"{credits(f.per_hour_micro, 3)}/hour",
+        f"forecast   {forecast_text(f)}",
     ]
     if detail.children:
         lines.append(f"children   {', '.join(detail.children)}")

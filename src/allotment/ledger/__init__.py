@@ -1,7 +1,7 @@
 """The ledger's accounting rules: pure arithmetic on credit movements.
 
 Owns: ledger entry records and their sign convention, idempotency keys, charge accrual for runs, refund
-rules, balance roll-ups up the budget tree, burn rate and projected exhaustion, budgeting periods and
+rules, balance roll-ups up the budget tree, the run-out forecast, budgeting periods and
 rollover, and decayed fair-share usage.
 
 Must not: touch a database, a clock, files or the network. It imports only allotment.core and the standard
@@ -23,27 +23,30 @@ from allotment.ledger.entries import (
     refund_key,
     run_id,
 )
+from allotment.ledger.forecast import RATE_WINDOW, Forecast, Outcome, forecast
 from allotment.ledger.periods import Cadence, Period, PeriodSpec, Rollover, opening_entries, period_at
-from allotment.ledger.tree import Burn, burn, leaves, overcommitted, rollup
+from allotment.ledger.tree import leaves, overcommitted, rollup
 from allotment.ledger.usage import decayed, usage_after
 
 __all__ = [
     "INFRASTRUCTURE",
-    "Burn",
+    "RATE_WINDOW",
     "Cadence",
     "Entry",
     "EntryKind",
+    "Forecast",
     "Meter",
+    "Outcome",
     "Period",
     "PeriodSpec",
     "Rollover",
     "accrue",
     "adjust_key",
     "alloc_key",
-    "burn",
     "carry_key",
     "charge_key",
     "decayed",
+    "forecast",
     "infra_key",
     "leaves",
     "opening_entries",

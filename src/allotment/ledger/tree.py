@@ -1,7 +1,7 @@
-"""Balances up the budget tree, burn rate and projected exhaustion.
+"""Balances up the budget tree.
 
-Owns: which budgets are leaves (only leaves hold allocations and pay for jobs), rolling leaf balances up
-to every ancestor, and the trailing-window burn rate with the instant a balance runs out at that rate.
+Owns: which budgets are leaves (only leaves hold allocations and pay for jobs), and rolling leaf balances up
+to every ancestor. (When a balance runs out is ledger/forecast.py's.)
 
 Must not: read a clock or a database; callers pass the instants and ledger amounts.
 """
@@ -9,9 +9,8 @@ Must not: read a clock or a database; callers pass the instants and ledger amoun
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
-from allotment.core.model import Budget, Micro, Seconds
+from allotment.core.model import Budget, Micro
 
 
 def leaves(budgets: Iterable[Budget]) -> set[str]:
@@ -75,31 +74,3 @@ def overcommitted(budgets: Iterable[Budget]) -> dict[str, Micro]:
     return {
         b.name: children[b.name] - b.allocation for b in items if b.name in children and children[b.name] > b.allocation
     }
-
-
-@dataclass(frozen=True, slots=True)
-class Burn:
-    window: Seconds
-    spent: Micro
-    """Net credit-microunits spent in the window: charges less refunds."""
-    per_hour: Micro
-    """Average spend per hour over the window, rounded down."""
-    exhausts_at: Seconds | None
-    """When the balance reaches zero at this rate (rounded up to a whole second); `now` if it already has;
-    None when nothing is being spent."""
-
-
-def burn(spend: Iterable[tuple[Seconds, Micro]], now: Seconds, window: Seconds, balance: Micro) -> Burn:
-    """Burn rate over the trailing window (now − window, now] from ledger amounts (at, amount) of charges and
-    refunds (signed as in the ledger: charges negative), and the projected exhaustion of `balance`."""
-    if window <= 0:
-        raise ValueError("the burn window must be positive")
-    spent = -sum(amount for at, amount in spend if now - window < at <= now)
-    per_hour = spent * 3600 // window
-    if balance <= 0:
-        exhausts: Seconds | None = now
-    elif spent <= 0:
-        exhausts = None
-    else:
-        exhausts = now + -(-balance * window // spent)
-    return Burn(window, spent, per_hour, exhausts)

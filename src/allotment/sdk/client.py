@@ -323,9 +323,9 @@ class Client:
         """The budget tree (or `root`'s subtree) with allocation, used and remaining credit this period."""
         return self._get(m.BudgetTree, "/budgets", root=root)
 
-    def budget(self, name: str, *, window: int | None = None) -> m.BudgetDetail:
-        """One budget with its burn rate over the trailing `window` seconds, members, windows and children."""
-        return self._get(m.BudgetDetail, f"/budgets/{name}", window=window)
+    def budget(self, name: str) -> m.BudgetDetail:
+        """One budget with its run-out forecast (the trailing 24 hours' rate), members, windows and children."""
+        return self._get(m.BudgetDetail, f"/budgets/{name}")
 
     def members(self, name: str) -> list[m.Member]:
         return MEMBERS.validate_python(self.request("GET", f"/budgets/{name}/members"))

@@ -302,18 +302,24 @@ class Window(Model):
     end: int
 
 
-class Burn(Model):
+class Forecast(Model):
+    """When a budget's balance runs out at its rate over the one rate window (the trailing 24 hours)."""
+
     window: int
     spent_micro: int
     per_hour_micro: int
-    exhausts_at: int | None = None
+    outcome: str
+    """exhausted | runs_out (at runs_out_at, before period_end) | lasts_period."""
+    runs_out_at: int | None = None
+    period_end: int
+    left_at_end_micro: int = 0
 
 
 class BudgetDetail(Model):
     period: str
     budget: BudgetNode
     children: list[str] = Field(default_factory=list)
-    burn: Burn
+    forecast: Forecast
     members: list[Member] = Field(default_factory=list)
     windows: list[Window] = Field(default_factory=list)
 

@@ -1,5 +1,5 @@
 """Budgets: the tree with each budget's allocation, spending and remaining credit in the current period, one budget
-in detail (burn rate and projected exhaustion, members, capacity windows), and members.
+in detail (its run-out forecast, members, capacity windows), and members.
 
 Owns: reading budget standings out of the ledger, rolled up the tree (a parent's figures include its whole
 subtree). Budgets are visible to every user: fair share depends on everyone's standing.
@@ -12,19 +12,16 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from allotment.core.model import Seconds
 from allotment.ledger import INFRASTRUCTURE, rollup
 from allotment.ledger.tree import ancestors
 from allotment.service.context import Context
-from allotment.service.errors import Invalid, NotFound
+from allotment.service.errors import NotFound
+from allotment.service.forecasts import forecasts
 from allotment.service.principal import Principal
-from allotment.service.views import BudgetDetail, BudgetNode, BudgetTree, BurnView, MemberView, WindowView
+from allotment.service.views import BudgetDetail, BudgetNode, BudgetTree, MemberView, WindowView
 from allotment.store.accounts import balances, spending
 from allotment.store.db import reading
-from allotment.store.metering import budget_burn
 from allotment.store.tables import BudgetRow, MembershipRow, PeriodRow, WindowRow
-
-DEFAULT_BURN_WINDOW: Seconds = 24 * 3600
 
 
 def _nodes(session: Session, ctx: Context) -> tuple[str, list[BudgetNode]]:
@@ -88,22 +85,15 @@ def members(ctx: Context, principal: Principal, budget: str) -> list[MemberView]
         return [MemberView(user=m.user, role=m.role) for m in rows]
 
 
-def show_budget(ctx: Context, principal: Principal, budget: str, window: Seconds = DEFAULT_BURN_WINDOW) -> BudgetDetail:
-    """One budget: its figures, burn over the trailing `window` and when it runs out at that rate, its members and
-    capacity windows."""
-    if window <= 0:
-        raise Invalid.of("window", "must be positive")
+def show_budget(ctx: Context, principal: Principal, budget: str) -> BudgetDetail:
+    """One budget: its figures, its run-out forecast (service.forecasts), its members and capacity windows."""
     now = ctx.now()
     with reading(ctx.sessions) as session:
         period, nodes = _nodes(session, ctx)
         node = next((n for n in nodes if n.name == budget), None)
         if node is None:
             raise NotFound(f"no budget {budget!r}")
-        if session.get(PeriodRow, period) is not None:
-            b = budget_burn(session, budget, now, window)
-            burn = BurnView(window=b.window, spent_micro=b.spent, per_hour_micro=b.per_hour, exhausts_at=b.exhausts_at)
-        else:
-            burn = BurnView(window=window, spent_micro=0, per_hour_micro=0, exhausts_at=None)
+        forecast = forecasts(session, nodes, now, ctx.period(now).end)[budget]
         people = session.scalars(
             select(MembershipRow).where(MembershipRow.budget == budget).order_by(MembershipRow.user)
         )
@@ -114,7 +104,7 @@ def show_budget(ctx: Context, principal: Principal, budget: str, window: Seconds
             period=period,
             budget=node,
             children=[n.name for n in nodes if n.parent == budget],
-            burn=burn,
+            forecast=forecast,
             members=[MemberView(user=m.user, role=m.role) for m in people],
             windows=[
                 WindowView(

@@ -1,11 +1,11 @@
 """The dashboard's budget and organisation reads: the overview (fleet utilisation, queue depth, budgets burning
-fastest), every budget's pace against the period, a budget's burn-down series with projected exhaustion, and a
+fastest), every budget's pace against the period, a budget's burn-down series with its run-out forecast, and a
 budget's charges page by page.
 
 Owns: aggregate queries sized for a large deployment (tens of thousands of jobs, hundreds of nodes): counts and sums
 are computed by the database (GROUP BY), never by loading whole tables; the burn-down is bucketed in SQL; charges are
-paged by ledger id. Budget figures (allocation, used, remaining) come from service.budgets and burn projections from
-allotment.ledger.burn, so the dashboard shows the same numbers as the API and the CLI.
+paged by ledger id. Budget figures (allocation, used, remaining) come from service.budgets and run-out forecasts from
+service.forecasts, so the dashboard shows the same numbers as the API and the CLI.
 
 Rights: budgets, the overview and burn-down are visible to every user (fair share depends on everyone's standing);
 a budget's charges are visible to its members, leads above it, operators and administrators.
@@ -16,13 +16,12 @@ Must not: write anything, or recompute rules that live elsewhere (standings, bur
 from __future__ import annotations
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
 from allotment.core.jobstate import JobState
-from allotment.core.model import NodeState, Seconds
-from allotment.ledger import EntryKind, burn, rollup
+from allotment.core.model import NodeState
+from allotment.ledger import RATE_WINDOW, EntryKind
 from allotment.ledger.tree import ancestors
-from allotment.service.budgets import DEFAULT_BURN_WINDOW, budget_tree
+from allotment.service.budgets import budget_tree
 from allotment.service.context import Context
 from allotment.service.dashboard_views import (
     BudgetPace,
@@ -36,6 +35,7 @@ from allotment.service.dashboard_views import (
     PeriodView,
 )
 from allotment.service.errors import BadRequest, Forbidden, Invalid, NotFound
+from allotment.service.forecasts import forecasts
 from allotment.service.principal import Principal, budget_parents
 from allotment.store.db import reading
 from allotment.store.tables import JobRow, LedgerEntryRow, NodeRow, RunRow
@@ -51,49 +51,33 @@ def _period(ctx: Context) -> PeriodView:
     return PeriodView(id=p.id, start=p.start, end=p.end)
 
 
-def _spent_since(session: Session, since: Seconds, now: Seconds) -> dict[str, int]:
-    """Net spending per budget (own entries, positive) in (since, now]."""
-    rows = session.execute(
-        select(LedgerEntryRow.budget, func.sum(LedgerEntryRow.amount_micro))
-        .where(LedgerEntryRow.kind.in_(SPENDING), LedgerEntryRow.at > since, LedgerEntryRow.at <= now)
-        .group_by(LedgerEntryRow.budget)
-    ).all()
-    return {budget: -int(total or 0) for budget, total in rows}
-
-
-def budget_paces(ctx: Context, principal: Principal, window: Seconds = DEFAULT_BURN_WINDOW) -> BudgetPaces:
-    """Every budget with its figures, spending over the trailing `window`, projected exhaustion and pace."""
-    if window <= 0:
-        raise Invalid.of("window", "must be positive")
+def budget_paces(ctx: Context, principal: Principal) -> BudgetPaces:
+    """Every budget with its figures, run-out forecast and pace against the period."""
     now, period = ctx.now(), _period(ctx)
     tree = budget_tree(ctx, principal)
-    parents = {n.name: n.parent for n in tree.budgets}
     with reading(ctx.sessions) as session:
-        spent = rollup(_spent_since(session, now - window, now), parents)
+        ahead = forecasts(session, tree.budgets, now, period.end)
     elapsed = min(1.0, max(0.0, (now - period.start) / max(1, period.end - period.start)))
     out = []
     for node in tree.budgets:
-        b = burn([(now, -spent.get(node.name, 0))], now, window, node.remaining_micro)
         funds = node.used_micro + node.remaining_micro
         used = node.used_micro / funds if funds > 0 else (1.0 if node.used_micro > 0 else 0.0)
         out.append(
             BudgetPace(
                 **node.model_dump(),
-                spent_window_micro=b.spent,
-                per_hour_micro=b.per_hour,
-                exhausts_at=b.exhausts_at,
+                forecast=ahead[node.name],
                 used_fraction=round(used, 6),
                 elapsed_fraction=round(elapsed, 6),
                 pace=round(used / elapsed, 4) if elapsed > 0 else None,
             )
         )
-    return BudgetPaces(now=now, period=period, window=window, budgets=out)
+    return BudgetPaces(now=now, period=period, window=RATE_WINDOW, budgets=out)
 
 
-def overview(ctx: Context, principal: Principal, window: Seconds = DEFAULT_BURN_WINDOW) -> Overview:
+def overview(ctx: Context, principal: Principal) -> Overview:
     """The organisation at a glance: GPUs per cluster (in use, unavailable), jobs per state, the GPUs the queue asks
-    for, and the leaf budgets spending fastest over the trailing `window`."""
-    paces = budget_paces(ctx, principal, window)
+    for, and the leaf budgets spending fastest over the forecast's rate window."""
+    paces = budget_paces(ctx, principal)
     with reading(ctx.sessions) as session:
         node_cluster: dict[str, str] = {}
         clusters: dict[str, dict[str, int]] = {}
@@ -121,8 +105,8 @@ def overview(ctx: Context, principal: Principal, window: Seconds = DEFAULT_BURN_
         ClusterUse(name=n, nodes=c["nodes"], gpus=c["gpus"], used_gpus=c["used"], unavailable_gpus=c["unavailable"])
         for n, c in sorted(clusters.items())
     ]
-    leaves = [b for b in paces.budgets if b.leaf and b.spent_window_micro > 0]
-    fastest = sorted(leaves, key=lambda b: (-b.per_hour_micro, b.name))[:FASTEST]
+    leaves = [b for b in paces.budgets if b.leaf and b.forecast.spent_micro > 0]
+    fastest = sorted(leaves, key=lambda b: (-b.forecast.per_hour_micro, b.name))[:FASTEST]
     return Overview(
         now=paces.now,
         period=paces.period,
@@ -140,14 +124,12 @@ def _subtree(parents: dict[str, str | None], budget: str) -> list[str]:
     return [name for name in parents if name == budget or budget in ancestors(name, parents)]
 
 
-def burn_down(
-    ctx: Context, principal: Principal, budget: str, points: int = 120, window: Seconds = DEFAULT_BURN_WINDOW
-) -> BurnDown:
+def burn_down(ctx: Context, principal: Principal, budget: str, points: int = 120) -> BurnDown:
     """The subtree's remaining credit over the current period: at its start, at `points` evenly spaced bucket
-    boundaries up to now, and now; with the burn rate over the trailing `window` and projected exhaustion."""
+    boundaries up to now, and now; with its run-out forecast."""
     if not 1 <= points <= MAX_POINTS:
         raise Invalid.of("points", f"must be between 1 and {MAX_POINTS}")
-    paces = budget_paces(ctx, principal, window)
+    paces = budget_paces(ctx, principal)
     node = next((b for b in paces.budgets if b.name == budget), None)
     if node is None:
         raise NotFound(f"no budget {budget!r}")
@@ -189,8 +171,7 @@ def burn_down(
         remaining_micro=node.remaining_micro,
         bucket=bucket,
         points=series,
-        per_hour_micro=node.per_hour_micro,
-        exhausts_at=node.exhausts_at,
+        forecast=node.forecast,
     )
 
 

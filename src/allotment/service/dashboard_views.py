@@ -9,7 +9,7 @@ Must not: hold behaviour or know about HTTP.
 
 from __future__ import annotations
 
-from allotment.service.views import BudgetNode, Hint, JobSummary, SessionRoomView, View
+from allotment.service.views import BudgetNode, ForecastView, Hint, JobSummary, SessionRoomView, View
 
 
 class PeriodView(View):
@@ -29,11 +29,8 @@ class ClusterUse(View):
 
 
 class BudgetPace(BudgetNode):
-    spent_window_micro: int
-    """Net spending of the subtree over the trailing burn window."""
-    per_hour_micro: int
-    exhausts_at: int | None
-    """When the remaining credit runs out at the trailing window's rate (None: nothing is being spent)."""
+    forecast: ForecastView
+    """When the remaining credit runs out at the rate window's rate, or that it lasts the period."""
     used_fraction: float
     """used / (used + remaining): how much of this period's funds is gone."""
     elapsed_fraction: float
@@ -46,6 +43,7 @@ class BudgetPaces(View):
     now: int
     period: PeriodView
     window: int
+    """The forecast's rate window in seconds (the trailing 24 hours; decision 57)."""
     budgets: list[BudgetPace]
     """Depth first, parents before their children."""
 
@@ -61,7 +59,7 @@ class Overview(View):
     pending_gpus: int
     """GPUs the pending jobs ask for, all together."""
     fastest: list[BudgetPace]
-    """Leaf budgets spending fastest over the trailing window, fastest first."""
+    """Leaf budgets spending fastest over the rate window, fastest first."""
 
 
 class BurnPoint(View):
@@ -79,9 +77,7 @@ class BurnDown(View):
     bucket: int
     points: list[BurnPoint]
     """Remaining credit at the period start, at every bucket boundary since, and now."""
-    per_hour_micro: int
-    exhausts_at: int | None
-    """Projected exhaustion at the trailing window's rate."""
+    forecast: ForecastView
 
 
 class ChargeRow(View):

@@ -286,18 +286,28 @@ class WindowView(View):
     end: int
 
 
-class BurnView(View):
+class ForecastView(View):
+    """When the subtree's balance runs out at its rate over the one rate window (ledger/forecast.py, decision 57)."""
+
     window: int
+    """The rate window in seconds: the trailing 24 hours, the same for every view."""
     spent_micro: int
+    """Net spending (charges less refunds) of the subtree in the window."""
     per_hour_micro: int
-    exhausts_at: int | None
+    outcome: str
+    """exhausted (nothing left now) | runs_out (before the period ends, at runs_out_at) | lasts_period."""
+    runs_out_at: int | None
+    """now when exhausted; before period_end when it runs out; None when it lasts the period."""
+    period_end: int
+    left_at_end_micro: int
+    """What is left at the period end at this rate (0 unless it lasts the period)."""
 
 
 class BudgetDetail(View):
     period: str
     budget: BudgetNode
     children: list[str]
-    burn: BurnView
+    forecast: ForecastView
     members: list[MemberView]
     windows: list[WindowView]
 

@@ -1,9 +1,9 @@
-"""Run meters, refunds, burn and fair-share usage, read and persisted.
+"""Run meters, refunds and fair-share usage, read and persisted.
 
 Owns: reading a run's meter (OpenRun, the columns it is read from), creating a run's row with its meter, charging
 or repricing one run outside a cycle (loaded under a row lock, then the same change-set rules the engine uses —
-allotment.changes — persisted by store/persist.py), refunding a run lost through the fleet's fault, a budget's burn
-rate and projected exhaustion, and the budget_usage table.
+allotment.changes — persisted by store/persist.py), refunding a run lost through the fleet's fault, and the budget_usage
+table.
 
 Must not: decide when to charge, refund or reprice (the engine's steps do), or compute amounts itself
 (allotment.ledger does, through allotment.changes).
@@ -22,11 +22,10 @@ from allotment.changes.events import refunded
 from allotment.changes.records import ChangeSet, OpenRun
 from allotment.changes.steps import charges, decay_usage
 from allotment.core.model import Micro, RunClass, Seconds
-from allotment.ledger import Burn, EntryKind, burn
+from allotment.ledger import EntryKind
 from allotment.ledger import run_id as make_run_id
-from allotment.ledger.tree import ancestors
 from allotment.ledger.usage import decayed
-from allotment.store.accounts import budget_tree, post_all, posting_period, rolled_up
+from allotment.store.accounts import post_all, posting_period
 from allotment.store.db import in_batches
 from allotment.store.persist import persist
 from allotment.store.tables import BudgetUsageRow, JobRow, LedgerEntryRow, RunRow
@@ -140,27 +139,6 @@ def refund_run(session: Session, run_id: str, at: Seconds, reason: str) -> Micro
     new = post_all(session, changes.entries)
     session.flush()
     return charged if new else 0
-
-
-def _subtree(session: Session, budget: str) -> list[str]:
-    parents = {b.name: b.parent for b in budget_tree(session)}
-    return [name for name in parents if name == budget or budget in ancestors(name, parents)]
-
-
-def budget_burn(session: Session, budget: str, now: Seconds, window: Seconds) -> Burn:
-    """Net spending of `budget`'s subtree over the trailing `window`, and when its current rolled-up balance
-    runs out at that rate."""
-    members = _subtree(session, budget)
-    spend = session.execute(
-        select(LedgerEntryRow.at, LedgerEntryRow.amount_micro).where(
-            LedgerEntryRow.budget.in_(members),
-            LedgerEntryRow.kind.in_([EntryKind.CHARGE.value, EntryKind.REFUND.value]),
-            LedgerEntryRow.at > now - window,
-            LedgerEntryRow.at <= now,
-        )
-    )
-    balance = rolled_up(session, posting_period(session, now)).get(budget, 0)
-    return burn([(at, amount) for at, amount in spend], now, window, balance)
 
 
 def add_usage(session: Session, budget: str, now: Seconds, rate: Micro, half_life: Seconds) -> float:

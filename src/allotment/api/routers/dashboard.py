@@ -13,39 +13,35 @@ from fastapi import APIRouter, Query
 
 from allotment.api.auth import Caller, Ctx
 from allotment.api.errors import ERROR_RESPONSES
-from allotment.config.limits import MAX_DURATION
+from allotment.api.routers.budgets import OneRateWindow
 from allotment.service import dashboard, fleetmap, queueview
-from allotment.service.budgets import DEFAULT_BURN_WINDOW
 from allotment.service.dashboard_views import BudgetPaces, BurnDown, ChargePage, FleetMap, Overview, QueuePage
 from allotment.service.jobs import MAX_PAGE
 
 router = APIRouter(prefix="/dashboard", tags=["dashboard"], responses=ERROR_RESPONSES)
 
-Window = Annotated[int, Query(gt=0, le=MAX_DURATION, description="The trailing burn window in seconds")]
 
-
-@router.get("/overview", response_model=Overview)
-def overview(ctx: Ctx, caller: Caller, window: Window = DEFAULT_BURN_WINDOW) -> Overview:
+@router.get("/overview", response_model=Overview, dependencies=[OneRateWindow])
+def overview(ctx: Ctx, caller: Caller) -> Overview:
     """Fleet utilisation per cluster, jobs per state, GPUs asked for by the queue, the budgets burning fastest."""
-    return dashboard.overview(ctx, caller, window)
+    return dashboard.overview(ctx, caller)
 
 
-@router.get("/budgets", response_model=BudgetPaces)
-def budgets(ctx: Ctx, caller: Caller, window: Window = DEFAULT_BURN_WINDOW) -> BudgetPaces:
-    """Every budget with allocation, used, remaining, burn rate, projected exhaustion and pace against the period."""
-    return dashboard.budget_paces(ctx, caller, window)
+@router.get("/budgets", response_model=BudgetPaces, dependencies=[OneRateWindow])
+def budgets(ctx: Ctx, caller: Caller) -> BudgetPaces:
+    """Every budget with allocation, used, remaining, run-out forecast and pace against the period."""
+    return dashboard.budget_paces(ctx, caller)
 
 
-@router.get("/budgets/{name}/burndown", response_model=BurnDown)
+@router.get("/budgets/{name}/burndown", response_model=BurnDown, dependencies=[OneRateWindow])
 def burndown(
     name: str,
     ctx: Ctx,
     caller: Caller,
     points: Annotated[int, Query(ge=1, le=dashboard.MAX_POINTS)] = 120,
-    window: Window = DEFAULT_BURN_WINDOW,
 ) -> BurnDown:
-    """The subtree's remaining credit over the current period, with projected exhaustion."""
-    return dashboard.burn_down(ctx, caller, name, points, window)
+    """The subtree's remaining credit over the current period, with its run-out forecast."""
+    return dashboard.burn_down(ctx, caller, name, points)
 
 
 @router.get("/budgets/{name}/charges", response_model=ChargePage)

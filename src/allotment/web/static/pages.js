@@ -3,6 +3,17 @@
 // Must not: decide rights (the API answers 403; buttons are only hidden for roles that could never use them).
 "use strict";
 
+// ---- the run-out forecast (one rule, ledger/forecast.py: the last 24 h's rate, never a date past the period end) -
+function runsOut(f, now) {
+  if (f.outcome === "exhausted") return "exhausted";
+  if (f.outcome === "runs_out") return `${when(f.runs_out_at)} (${relative(f.runs_out_at, now)})`;
+  return "lasts the period";
+}
+
+function runsOutCell(f, now) {
+  return h("td", { class: `runs-out ${f.outcome}`, "data-outcome": f.outcome, "data-runs-out-at": f.runs_out_at ?? "" }, runsOut(f, now));
+}
+
 // ---- overview -------------------------------------------------------------------------------------------------
 function bar(used, total, extra = 0) {
   const u = total ? (100 * used) / total : 0;
@@ -34,10 +45,10 @@ async function overviewPage() {
         h("h2", {}, "Budgets burning fastest (last 24 h)"),
         table(["Budget", "Credits / h", "Remaining", "Pace", "Runs out"], o.fastest.map((b) => h("tr", {},
           h("td", {}, budgetLink(b.name)),
-          h("td", { class: "num" }, credits(b.per_hour_micro)),
+          h("td", { class: "num" }, credits(b.forecast.per_hour_micro)),
           h("td", { class: "num" }, credits(b.remaining_micro)),
           h("td", { class: "num" }, b.pace === null ? "—" : `${b.pace.toFixed(2)}×`),
-          h("td", {}, b.exhausts_at ? `${when(b.exhausts_at)} (${relative(b.exhausts_at, o.now)})` : "—")))))),
+          runsOutCell(b.forecast, o.now)))))),
     h("h2", {}, "Clusters"),
     table(["Cluster", "Nodes", "GPUs", "In use", "Unavailable", ""], o.clusters.map((c) => h("tr", {},
       h("td", {}, c.name), h("td", { class: "num" }, c.nodes), h("td", { class: "num" }, c.gpus),
@@ -60,15 +71,16 @@ async function budgetsPage() {
   return h("section", { id: "budgets" },
     h("h1", {}, "Budgets"),
     h("p", { class: "muted" }, `Period ${t.period.id}: ${when(t.period.start)} → ${when(t.period.end)}, ${percent(elapsed)} gone. `,
-      "Pace is the share of funds used against the share of the period gone (the line); above 1× a budget runs out early."),
+      "Pace is the share of funds used against the share of the period gone (the line); above 1× a budget runs out early. ",
+      "Runs out: at the last 24 h's rate, before the period ends, or it lasts the period."),
     table(["Budget", "Allocation", "Used", "Remaining", "Credits / h", "Pace", "Runs out"], t.budgets.map((b) => h("tr", { "data-budget": b.name },
       h("td", { style: `padding-left:${0.6 + 1.4 * b.depth}em` }, budgetLink(b.name), b.leaf ? "" : h("span", { class: "muted small" }, " (group)")),
       h("td", { class: "num" }, credits(b.allocation_micro)),
       h("td", { class: "num" }, credits(b.used_micro)),
       h("td", { class: "num" }, credits(b.remaining_micro)),
-      h("td", { class: "num" }, credits(b.per_hour_micro)),
+      h("td", { class: "num" }, credits(b.forecast.per_hour_micro)),
       paceCell(b),
-      h("td", {}, b.exhausts_at ? relative(b.exhausts_at, t.now) : "—"))), { class: "tree" }));
+      runsOutCell(b.forecast, t.now))), { class: "tree" }));
 }
 
 function burnChart(d) {
@@ -90,23 +102,24 @@ function burnChart(d) {
     days.push(s("text", { x: X(t), y: H - 12, class: "tick", "text-anchor": "middle" }, when(t).slice(5, 10)));
   }
   const actual = d.points.map((p) => [p.at, p.remaining_micro]);
+  const f = d.forecast;
   let projection = null;
-  if (d.exhausts_at && d.remaining_micro > 0) {
-    const end = Math.min(d.exhausts_at, x1);
-    const left = d.remaining_micro - (d.remaining_micro * (end - d.now)) / Math.max(1, d.exhausts_at - d.now);
-    projection = s("path", { d: line([[d.now, d.remaining_micro], [end, left]]), class: "projected" });
+  if (f.outcome === "runs_out") {
+    projection = s("path", { d: line([[d.now, d.remaining_micro], [f.runs_out_at, 0]]), class: "projected" });
+  } else if (f.outcome === "lasts_period" && f.per_hour_micro > 0 && d.now < x1) {
+    projection = s("path", { d: line([[d.now, d.remaining_micro], [x1, f.left_at_end_micro]]), class: "projected" });
   }
   return s("svg", {
     viewBox: `0 0 ${W} ${H}`, class: "chart", id: "burndown", role: "img",
     "aria-label": `Burn-down of ${d.budget}`, "data-remaining-micro": d.remaining_micro,
-    "data-points": d.points.length, "data-exhausts-at": d.exhausts_at ?? "",
+    "data-points": d.points.length, "data-outcome": f.outcome, "data-runs-out-at": f.runs_out_at ?? "",
   },
   grid, days,
   s("path", { d: line([[x0, d.funds_micro], [x1, 0]]), class: "ideal" }),
   s("path", { d: line(actual), class: "actual" }),
   projection,
   s("line", { x1: X(d.now), x2: X(d.now), y1: T, y2: H - B, class: "now" }),
-  d.exhausts_at && d.exhausts_at <= x1 ? s("circle", { cx: X(d.exhausts_at), cy: Y(0), r: 4, class: "exhaust" }) : null);
+  f.outcome === "runs_out" ? s("circle", { cx: X(f.runs_out_at), cy: Y(0), r: 4, class: "exhaust" }) : null);
 }
 
 async function pagedJobs(params, key, pageSize = 20) {
@@ -144,9 +157,9 @@ async function budgetPage(name) {
       figure("Allocation", credits(b.allocation_micro), "fig-allocation"),
       figure("Used", credits(b.used_micro), "fig-used", { "data-micro": b.used_micro }),
       figure("Remaining", credits(b.remaining_micro), "fig-remaining", { "data-micro": b.remaining_micro }),
-      figure("Burn (24 h)", `${credits(detail.burn.per_hour_micro)} / h`, "fig-burn"),
-      figure("Runs out", !burn.exhausts_at ? "not at this rate" : burn.exhausts_at > burn.period.end ? "after this period" : when(burn.exhausts_at), "fig-exhausts",
-        { "data-exhausts-at": burn.exhausts_at ?? "" })),
+      figure("Burn (24 h)", `${credits(detail.forecast.per_hour_micro)} / h`, "fig-burn"),
+      figure("Runs out", runsOut(detail.forecast, burn.now), "fig-exhausts",
+        { "data-outcome": detail.forecast.outcome, "data-runs-out-at": detail.forecast.runs_out_at ?? "" })),
     h("h2", {}, "Burn-down this period"),
     h("p", { class: "legend" }, h("span", { class: "key actual" }, "remaining"), h("span", { class: "key ideal" }, "even pace"),
       h("span", { class: "key projected" }, "projected at the last 24 h's rate")),
