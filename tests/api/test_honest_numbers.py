@@ -74,3 +74,51 @@ def test_another_rate_window_is_refused_not_silently_ignored(api: Api, path: str
     assert response.status_code == 422
     (problem,) = response.json()["problems"]
     assert problem["field"] == "query.window" and "one rate window" in problem["reason"]
+
+
+# -- a job's status: one slice end, and the class a run began as ----------------------------------------------------
+
+
+def gang(api: Api, user: str, budget: str) -> str:
+    """A guaranteed gang of 2 × 8 GPUs asking for 30-minute slices."""
+    return api.submit(user, budget, resources={"gpus": 8, "replicas": 2}, contract={"slice": "30m"})
+
+
+def set_allocation(api: Api, budget: str, credits: int) -> None:
+    plan = {"period": "2026-11-01", "budgets": [{"name": budget, "allocation": credits}]}
+    response = api.call("POST", "/plans/apply", "ada", {"plan": plan, "why": "tests"})
+    assert response.status_code == 200, response.text
+
+
+def test_a_renewed_slice_has_one_end_in_the_run_and_its_slices(api: Api) -> None:
+    job = gang(api, "ben", "pretrain")
+    t = api.rig.clock.now()
+    api.rig.step()
+    api.rig.step(t + 1800)  # the slice ends, pretrain funds another
+    detail = api.call("GET", f"/jobs/{job}", "ben").json()
+    (run,) = detail["runs"]
+    assert [s["kind"] for s in detail["slices"]] == ["grant", "renew"]
+    assert run["slice_end"] == detail["slices"][-1]["end"] == t + 3600 and run["renewals"] == 1
+    assert (run["began_as"], run["run_class"], run["class_since"]) == ("guaranteed", "guaranteed", t)
+    why = api.call("GET", f"/jobs/{job}/why", "ben").json()["run"]
+    assert why["slice_end"] == run["slice_end"] and why["began_as"] == "guaranteed"
+
+
+def test_a_guaranteed_gang_past_an_unfunded_slice_began_guaranteed(api: Api) -> None:
+    set_allocation(
+        api, "detection", 12
+    )  # the first 30-minute slice of 16 GPUs costs 8 credits; a second cannot be paid
+    job = gang(api, "dana", "detection")
+    t = api.rig.clock.now()
+    api.rig.step()
+    api.rig.step(t + 1800)
+    detail = api.call("GET", f"/jobs/{job}", "dana").json()
+    (run,) = detail["runs"]
+    assert [s["kind"] for s in detail["slices"]] == ["grant"] and run["renewals"] == 0
+    assert run["slice_end"] == detail["slices"][0]["end"] == t + 1800
+    assert (run["began_as"], run["run_class"], run["class_since"]) == ("guaranteed", "opportunistic", t + 1800)
+    why = api.call("GET", f"/jobs/{job}/why", "dana").json()["run"]
+    assert (why["began_as"], why["run_class"], why["class_since"]) == ("guaranteed", "opportunistic", t + 1800)
+    nodes = api.call("GET", "/nodes", "fay").json()
+    held = [j for n in nodes for j in n["jobs"] if j["job_id"] == job]
+    assert len(held) == 2 and all(j["began_as"] == "guaranteed" and j["run_class"] == "opportunistic" for j in held)

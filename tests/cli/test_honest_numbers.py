@@ -1,16 +1,32 @@
-"""Honest numbers (issue 23) on the command line, against a live server: `allot budget show` gives the one run-out
-forecast with its rate window, says "lasts the period" rather than a date past the period end, and has no --window."""
+"""Honest numbers (issue 23) on the command line, against a live server whose policy allows 5-second slices:
+`allot budget show` gives the one run-out forecast with its rate window, says "lasts the period" rather than a date
+past the period end, and has no --window; `allot status` gives a run one slice end and the class it began as."""
 
 from __future__ import annotations
 
+import sys
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from allotment.cli.render import forecast_text
 from allotment.sdk import models as m
 from tests.cli.conftest import Allot
+from tests.sdk.live import SMALL, LiveServer, live_server, wait_for
 from tests.spending import leave_remaining, spend
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The small example with 5-second slices, so a slice renews or lapses within a test."""
+    folder = tmp_path_factory.mktemp("honest")
+    config = folder / "allotment.yaml"
+    config.write_text(SMALL.read_text("utf-8").replace("min_slice: 30m", "min_slice: 5s"), "utf-8")
+    with live_server(folder / "data", config=config) as server:
+        yield server
+
 
 NOW = 1_796_000_000
 END = NOW + 10 * 86_400
@@ -65,3 +81,43 @@ def test_budget_show_forecasts_the_run_out_the_same_as_the_api(allot: Allot) -> 
     leave_remaining(allot.live, "finetune", -1)
     assert allot.json("eli", "budget", "show", "finetune")["forecast"]["outcome"] == "exhausted"
     assert "exhausted" in allot("eli", "budget", "show", "finetune").stdout
+
+
+def gang(allot: Allot, user: str, budget: str) -> str:
+    args = ["run", "--budget", budget, "--gpus", "8", "--replicas", "2", "--slice", "5s", "--grace", "1s", "--json"]
+    return str(allot.json(user, *args, "--", sys.executable, "-c", "import time; time.sleep(600)")["job"]["id"])
+
+
+def first_run(allot: Allot, user: str, job: str) -> dict[str, Any]:
+    runs: list[dict[str, Any]] = allot.json(user, "status", job)["runs"]
+    return runs[0] if runs else {}
+
+
+def test_status_gives_one_slice_end_and_the_class_a_run_began_as(allot: Allot, tmp_path: Any) -> None:
+    renewed = gang(allot, "ben", "pretrain")
+    wait_for(lambda: first_run(allot, "ben", renewed).get("renewals", 0) >= 1, f"{renewed}'s slice renewed")
+    detail = allot.json("ben", "status", renewed)
+    run = detail["runs"][0]
+    assert run["slice_end"] == max(s["end"] for s in detail["slices"] if s["run_id"] == run["id"])
+    shown = allot("ben", "status", renewed).stdout
+    assert "slice renewed until" in shown and "renewed" in shown.split("Runs", 1)[1]
+    allot("ben", "cancel", renewed)
+    wait_for(lambda: allot.json("ben", "status", renewed)["state"] == "cancelled", f"{renewed} to end")
+
+    # detection can pay for one 5-second slice of 16 GPUs (0.0222 credits), not a second
+    plan = tmp_path / "plan.yaml"
+    period = allot.json("ada", "budget", "tree")["period"]
+    plan.write_text(f"period: {period}\nbudgets:\n  - name: detection\n    allocation: 0.03\n", "utf-8")
+    allot("ada", "budget", "plan", "apply", str(plan), "--why", "one slice only")
+    lapsed = gang(allot, "dana", "detection")
+    wait_for(lambda: first_run(allot, "dana", lapsed).get("run_class") == "opportunistic", f"{lapsed}'s slice lapsed")
+    run = first_run(allot, "dana", lapsed)
+    assert run["began_as"] == "guaranteed" and run["renewals"] == 0 and run["class_since"] >= run["slice_end"] - 1
+    shown = allot("dana", "status", lapsed).stdout
+    runs = shown.split("Runs", 1)[1].split("Charges", 1)[0]
+    assert "guaranteed; opportunistic since" in runs and "not renewed" in runs
+    assert "slice ended without renewal" in shown.split("Runs", 1)[0]
+    assert "began guaranteed, opportunistic since" in allot("dana", "why", lapsed).stdout
+    assert f"{lapsed} (dana/detection, 8 guaranteed, past its slice)" in allot("fay", "node", "list").stdout
+    allot("dana", "cancel", lapsed)
+    wait_for(lambda: allot.json("dana", "status", lapsed)["state"] == "cancelled", f"{lapsed} to end")

@@ -1,13 +1,27 @@
-"""Honest numbers (issue 23) in the dashboard, in Debian's Chromium against a live server: every budget's "runs out"
-is the one forecast (decision 57) — a time before the period end, "exhausted", or "lasts the period" — the same as
-the API's."""
+"""Honest numbers (issue 23) in the dashboard, in Debian's Chromium against a live server whose policy allows
+5-second slices: every budget's "runs out" is the one forecast (decision 57) — a time before the period end,
+"exhausted", or "lasts the period" — the same as the API's; a job's runs show the class they began as."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+
+import pytest
 from playwright.sync_api import expect
 
+from tests.sdk.live import SMALL, LiveServer, live_server, wait_for
 from tests.spending import leave_remaining, spend
 from tests.web.conftest import Dashboard
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    folder = tmp_path_factory.mktemp("honest-web")
+    config = folder / "allotment.yaml"
+    config.write_text(SMALL.read_text("utf-8").replace("min_slice: 30m", "min_slice: 5s"), "utf-8")
+    with live_server(folder / "data", config=config) as server:
+        yield server
 
 
 def test_runs_out_is_the_one_forecast_and_never_past_the_period_end(dashboard: Dashboard) -> None:
@@ -38,3 +52,21 @@ def test_runs_out_is_the_one_forecast_and_never_past_the_period_end(dashboard: D
     dashboard.open("/budgets/segmentation")
     expect(page.locator("#fig-exhausts .big")).to_have_text("lasts the period")
     expect(page.locator("#burndown circle.exhaust")).to_have_count(0)
+
+
+def test_a_run_past_an_unrenewed_slice_shows_it_began_guaranteed(dashboard: Dashboard) -> None:
+    leave_remaining(dashboard.live, "finetune", 15_000)  # one 5-second slice of 8 GPUs costs 11,111 µcredits
+    command = [sys.executable, "-c", "import time; time.sleep(600)"]
+    job = dashboard.submit("eli", "finetune", command=command, resources={"gpus": 8}, contract={"slice": "5s"})
+
+    def lapsed() -> bool:
+        runs = dashboard.api("eli", "GET", f"/jobs/{job}").json()["runs"]
+        return bool(runs) and runs[0]["run_class"] == "opportunistic"
+
+    wait_for(lapsed, f"{job}'s slice to lapse")
+    page = dashboard.login("eli", f"/jobs/{job}")
+    cell = page.locator("td.run-class").first
+    expect(cell).to_have_attribute("data-began-as", "guaranteed")
+    expect(cell).to_contain_text("guaranteed; opportunistic since")
+    expect(page.locator("td.slice-end").first).to_contain_text("not renewed")
+    dashboard.api("eli", "POST", f"/jobs/{job}/cancel")

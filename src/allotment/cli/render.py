@@ -223,13 +223,45 @@ def job_panel(job: m.JobDetail) -> Panel:
     return Panel("\n".join(lines), title="Job", title_align="left")
 
 
+def lapsed(run: m.Run) -> bool:
+    """A guaranteed run whose slice ended without renewal: it runs on as opportunistic work."""
+    return bool(run.began_as) and run.began_as != run.run_class
+
+
+def run_class_text(run: m.Run) -> str:
+    """The class a run began as, and what it holds now when its slice lapsed."""
+    if lapsed(run):
+        return f"{run.began_as}; {run.run_class} since {clock(run.class_since)}"
+    return run.run_class
+
+
+def slice_end_text(run: m.Run) -> str:
+    """The run's one slice end, with how often it was renewed and whether it lapsed."""
+    if run.slice_end is None:
+        return "—"
+    renewed = f", renewed {run.renewals}×" if run.renewals else ""
+    return clock(run.slice_end) + renewed + (", not renewed" if lapsed(run) else "")
+
+
 def history_table(job: m.JobDetail) -> Table:
+    """The job's state changes, with each slice renewal and lapse of its runs in time order, so the history and the
+    runs table tell one story about its slice ends."""
     table = Table(title="History", title_justify="left")
     for column in ("at", "state", "why"):
         table.add_column(column)
-    for e in job.history:
+    rows: list[tuple[int, int, Text, str]] = []
+    for i, e in enumerate(job.history):
         change = Text(f"{e.from_state} → " if e.from_state else "", style="dim") + state(e.to_state)
-        table.add_row(clock(e.at), change, escape(readable(e.reason)))
+        rows.append((e.at, i, change, readable(e.reason)))
+    for s in job.slices:
+        if s.kind == "renew":
+            rows.append((s.start, len(rows), Text("slice", style="dim"), f"slice renewed until {clock(s.end)}"))
+    for r in job.runs:
+        if lapsed(r):
+            why = f"slice ended without renewal: runs on as {r.run_class} work, preemptible"
+            rows.append((r.class_since, len(rows), Text("slice", style="dim"), why))
+    for at, _, change, why in sorted(rows, key=lambda row: (row[0], row[1])):
+        table.add_row(clock(at), change, escape(why))
     return table
 
 
@@ -240,10 +272,10 @@ def runs_table(job: m.JobDetail) -> Table:
     for r in job.runs:
         table.add_row(
             str(r.attempt),
-            r.run_class,
+            run_class_text(r),
             ", ".join(r.nodes),
             clock(r.started_at),
-            clock(r.slice_end),
+            slice_end_text(r),
             clock(r.ended_at),
             "—" if r.exit_code is None else str(r.exit_code),
             escape(r.preempt_reason or r.end_reason or ""),
@@ -302,7 +334,9 @@ def outlook_lines(why: m.Why) -> list[str]:
     o = why.run
     if o is None:
         return [f"[bold]{escape(why.message)}[/bold]"]
-    lines = [f"run              attempt {o.attempt}, {o.run_class}, started {clock(o.started_at)}"]
+    began = o.began_as or o.run_class
+    kind = o.run_class if began == o.run_class else f"began {began}, {o.run_class} since {clock(o.class_since)}"
+    lines = [f"run              attempt {o.attempt}, {kind}, started {clock(o.started_at)}"]
     if o.leaving_at is not None or why.state == "preempting":
         lines.insert(0, f"[bold]leaving[/bold]: {escape(why.message)}")
         lines.append(f"killed at        {clock(o.leaving_at)}")
@@ -418,12 +452,19 @@ def plan_table(changes: Sequence[m.PlanChange], title: str) -> Table:
     return table
 
 
+def node_class(j: m.NodeJob) -> str:
+    """A run's class on a node: what it began as, and that a guaranteed run is past its slice."""
+    if j.began_as and j.began_as != j.run_class:
+        return f"{j.began_as}, past its slice"
+    return j.run_class
+
+
 def node_table(nodes: Sequence[m.Node]) -> Table:
     table = Table(title="Nodes", title_justify="left")
     for column in ("node", "cluster", "type", "GPUs free", "state", "why", "jobs"):
         table.add_column(column)
     for n in nodes:
-        jobs = ", ".join(f"{j.job_id} ({j.user}/{j.budget}, {j.gpus} {j.run_class})" for j in n.jobs)
+        jobs = ", ".join(f"{j.job_id} ({j.user}/{j.budget}, {j.gpus} {node_class(j)})" for j in n.jobs)
         table.add_row(
             n.name,
             n.cluster,

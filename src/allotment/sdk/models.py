@@ -64,6 +64,10 @@ class Run(Model):
     preempt_reason: str | None = None
     kill_at: int | None = None
     price: int = 1000
+    began_as: str = ""
+    """The class the run started as (a guaranteed run past an unrenewed slice is opportunistic now)."""
+    class_since: int = 0
+    renewals: int = 0
 
     @property
     def nodes(self) -> list[str]:
@@ -155,6 +159,8 @@ class RunOutlook(Model):
     notice: int
     preemptible_by: list[str] = Field(default_factory=list)
     leaving_at: int | None = None
+    began_as: str = ""
+    class_since: int = 0
 
 
 class SessionRoom(Model):
@@ -353,6 +359,7 @@ class NodeJob(Model):
     run_class: str
     slice_end: int | None = None
     kill_at: int | None = None
+    began_as: str = ""
 
 
 class Node(Model):

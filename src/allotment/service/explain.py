@@ -29,6 +29,7 @@ from allotment.service.context import Context
 from allotment.service.errors import Conflict, FieldProblem, Invalid, NotFound
 from allotment.service.fleetmap import session_rooms
 from allotment.service.jobs import visible_job
+from allotment.service.outlook import class_of
 from allotment.service.principal import Principal, budget_parents
 from allotment.service.views import Hint, LogChunk, RunOutlook, SessionRoomView, Standing, WhyView
 from allotment.store.accounts import balances
@@ -223,6 +224,8 @@ def _outlook(job: JobRow, run: RunRow, now: int, max_grace: int) -> RunOutlook:
         notice=notice,
         preemptible_by=[str(b) for b in by],
         leaving_at=run.kill_at if leaving else None,
+        began_as=class_of(run).began_as,
+        class_since=class_of(run).class_since,
     )
 
 

@@ -35,6 +35,7 @@ from allotment.service.errors import (
     NotFound,
     ServiceError,
 )
+from allotment.service.outlook import class_of, renewals
 from allotment.service.principal import Principal, budget_parents
 from allotment.service.shapes import NodeKind, PoolShape, read_kinds, read_shapes, short_of, unfittable
 from allotment.service.specs import JobSpec
@@ -331,6 +332,9 @@ def _as_detail(
                 preempt_reason=r.preempt_reason,
                 kill_at=r.kill_at,
                 price=r.price,
+                began_as=class_of(r).began_as,
+                class_since=class_of(r).class_since,
+                renewals=renewals(r.id, slices),
             )
             for r in runs
         ],

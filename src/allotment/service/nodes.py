@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from allotment.core.model import NodeState
 from allotment.service.context import Context
 from allotment.service.errors import Conflict, NotFound
+from allotment.service.outlook import class_of
 from allotment.service.principal import Principal
 from allotment.service.views import DrainView, NodeJob, NodeView
 from allotment.store.db import reading
@@ -39,6 +40,7 @@ def _jobs_by_node(session: Session) -> dict[str, list[NodeJob]]:
                     run_class=run.run_class,
                     slice_end=run.slice_end,
                     kill_at=run.kill_at,
+                    began_as=class_of(run).began_as,
                 )
             )
     return out

@@ -53,13 +53,21 @@ class RunView(View):
     ended_at: int | None
     placement: list[dict[str, Any]]
     run_class: str
+    """The class the run holds now (service/outlook.py)."""
     slice_end: int | None
+    """The run's one slice end: its last granted or renewed slice's (None for opportunistic work)."""
     exit_code: int | None
     end_reason: str | None
     preempt_reason: str | None
     kill_at: int | None
     price: int
     """Per-mille price of the run's class (1000: full price)."""
+    began_as: str
+    """The class it started as: a guaranteed run whose slice lapsed is opportunistic now, yet began guaranteed."""
+    class_since: int
+    """When it took its current class: its start, or when its slice lapsed."""
+    renewals: int
+    """How many times its slice was renewed (the slices list holds each grant and renewal)."""
 
 
 class SliceView(View):
@@ -151,7 +159,8 @@ class RunOutlook(View):
     run_class: str
     started_at: int
     slice_end: int | None
-    """The end of its guaranteed slice or of a session's length; None for opportunistic work."""
+    """The end of its guaranteed slice or of a session's length (past when a slice lapsed); None for opportunistic
+    work."""
     preemptible_now: bool
     preemptible_from: int | None
     """When it becomes preemptible (the slice end) if it is not now; None when it never is or already is."""
@@ -161,6 +170,10 @@ class RunOutlook(View):
     """What could take its GPUs once it is preemptible, as preemption reasons (docs/policy.md §5)."""
     leaving_at: int | None
     """For a job being preempted or cancelled: when it is killed if it has not left."""
+    began_as: str
+    """The class the run started as (service/outlook.py)."""
+    class_since: int
+    """When it took its current class."""
 
 
 class SessionRoomView(View):
@@ -342,6 +355,8 @@ class NodeJob(View):
     run_class: str
     slice_end: int | None
     kill_at: int | None
+    began_as: str
+    """The class the run started as (service/outlook.py): a guaranteed gang past its slice still began guaranteed."""
 
 
 class NodeView(View):
