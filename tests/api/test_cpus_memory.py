@@ -133,3 +133,21 @@ def test_a_yaml_spec_gets_the_line_of_a_bad_memory_size(api: Api) -> None:
     response = api.call("POST", "/jobs", "ben", {"yaml": text})
     [problem] = response.json()["problems"]
     assert (response.status_code, problem["field"], problem["line"]) == (422, "resources.memory", 5)
+
+
+def test_why_says_a_job_waits_for_cpus_beside_free_gpus(api: Api) -> None:
+    """examples/small: 4 nodes × 8 H100 with 224 CPUs. Four 1-GPU jobs take 200 CPUs of each node; a fifth asking
+    for 32 CPUs finds GPUs free everywhere but the CPUs nowhere, and its reason says so in numbers."""
+    hogs = [api.submit("ben", "pretrain", resources={"gpus": 1, "cpus": 200}) for _ in range(4)]
+    api.rig.step()
+    waiting = api.submit("ben", "pretrain", resources={"gpus": 1, "cpus": 32, "memory": "64G"})
+    api.rig.step()
+    states = {j["id"]: j["state"] for j in api.call("GET", "/jobs", "ben").json()["items"]}
+    assert [states[h] for h in hogs] == ["running"] * 4 and states[waiting] == "pending"
+    why = api.call("GET", f"/jobs/{waiting}/why", "ben").json()
+    assert why["blocker"] == "capacity"
+    assert "32 CPUs and 64 GiB per replica" in why["message"]
+    assert "4 nodes have the GPUs free but not the CPUs or memory beside them" in why["message"]
+    fits = api.submit("ben", "pretrain", resources={"gpus": 1, "cpus": 24})
+    api.rig.step()
+    assert api.call("GET", f"/jobs/{fits}", "ben").json()["state"] == "running"

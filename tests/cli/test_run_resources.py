@@ -1,6 +1,7 @@
 """`allot run` asks for what sbatch asks for: `--cpus` (sbatch --cpus-per-task) and `--mem` per replica, `--time`
 (a time limit: the job's max_runtime, in sbatch's own forms or as 90m, 8h) and `--image`; the reply and `allot
-status` show them, and a request no node could hold is refused naming the field. Against a live server on
+status` show them, a request no node could hold is refused naming the field, and `allot why` says when a job
+waits for CPUs beside free GPUs. Against a live server on
 examples/small (4 nodes × 8 H100 with 224 CPUs and 2T each)."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import pytest
 
 from allotment.cli.jobs import slurm_time
 from tests.cli.conftest import Allot
+from tests.sdk.live import wait_for
 
 
 @pytest.mark.parametrize(
@@ -53,3 +55,21 @@ def test_run_refuses_what_no_node_could_hold(allot: Allot) -> None:
     assert "resources.memory" in result.stderr and "not a memory size" in result.stderr
     result = allot("ben", "run", "--budget", "pretrain", "--time", "soon", "--", "true", code=2)
     assert "max_runtime" in result.stderr
+
+
+def _state(allot: Allot, job_id: str) -> str:
+    return str(allot.json("ben", "status", job_id)["state"])
+
+
+def test_why_explains_a_job_waiting_for_cpus(allot: Allot) -> None:
+    hogs = [
+        allot.json("ben", "run", "--budget", "pretrain", "--cpus", "200", "--", "sleep", "600")["job"]["id"]
+        for _ in range(4)
+    ]
+    wait_for(lambda: all(_state(allot, h) == "running" for h in hogs), "the four CPU-heavy jobs to run")
+    waiting = allot.json("ben", "run", "--budget", "pretrain", "--cpus", "32", "--", "true")["job"]["id"]
+    wait_for(lambda: "CPUs" in allot("ben", "why", waiting).stdout, "the engine to explain the waiting job")
+    shown = allot("ben", "why", waiting).stdout
+    assert _state(allot, waiting) == "pending"
+    assert "32 CPUs per replica" in shown and "GPUs free but not the CPUs or memory beside them" in shown
+    allot("ben", "cancel", *hogs, waiting)

@@ -51,14 +51,24 @@ class World:
 
     # -- fleet -------------------------------------------------------------------------------------------------
     def cluster(
-        self, name: str, nodes: int = 4, gpus: int = 8, gpu_type: str = "H100", rack_size: int = 2, block_size: int = 2
+        self,
+        name: str,
+        nodes: int = 4,
+        gpus: int = 8,
+        gpu_type: str = "H100",
+        rack_size: int = 2,
+        block_size: int = 2,
+        cpus: int = 0,
+        memory: int = 0,
     ) -> World:
+        """`nodes` nodes of `gpus` GPUs each, declaring `cpus` CPUs and `memory` MiB (0: not declared)."""
         self.clusters.append(Cluster(name, ("rack", "block")))
         base = sum(1 for n in self.nodes if n.cluster == name)
         for i in range(base, base + nodes):
             rack = i // rack_size
             labels = (("rack", f"{name}-r{rack}"), ("block", f"{name}-b{rack // block_size}"))
-            self.nodes.append(Node(f"{name}-{gpu_type.lower()}-{i:02d}", name, gpu_type, gpus, labels))
+            node = Node(f"{name}-{gpu_type.lower()}-{i:02d}", name, gpu_type, gpus, labels, cpus=cpus, memory=memory)
+            self.nodes.append(node)
         return self
 
     def node_state(self, name: str, state: NodeState, forced: bool = False) -> World:

@@ -7,8 +7,9 @@ Owns the rules
   nor takes the cluster's room node below the room's whole-node session (capacity.Capacity.room_node);
 - `backfill-cannot-delay` applied to placement: work that would still hold reserved GPUs at a planned start is kept
   off them, or gets a slice that ends in time (promise 8);
-- `never-preempt-in-vain`: victims are chosen only when the preemptor can then start on the GPUs they free, and
-  those GPUs are reserved for it (promise 1 and the anti-thrash rules).
+- `never-preempt-in-vain`: victims are chosen only when the preemptor can then start on the GPUs they free — and on
+  the CPUs and memory they and work already leaving give back (`cpus-and-memory-beside-gpus`) — and those GPUs are
+  reserved for it (promise 1 and the anti-thrash rules).
 
 Must not: choose the order in which jobs are admitted (see pending.py) or emit pending reasons (reasons.py).
 """
@@ -21,7 +22,15 @@ from allotment.core.caches import Terms
 from allotment.core.capacity import NodeSlot, Occupant, Pool
 from allotment.core.decisions import PreemptReason, Reserve
 from allotment.core.model import Job, JobKind, ReservationKind, RunClass, Seconds
-from allotment.core.placement import Placement, choose_block, find_free, node_size, nodes_needed
+from allotment.core.placement import (
+    Placement,
+    asks_beside,
+    choose_block,
+    find_free,
+    fits_beside,
+    node_size,
+    nodes_needed,
+)
 from allotment.core.ranking import VictimKey
 from allotment.core.reservations import Capped, backfill_cannot_delay, claim, nobody_yields
 from allotment.core.state import CycleState
@@ -50,6 +59,7 @@ def _node_filter(
 ) -> Callable[[NodeSlot, int], bool]:
     grace = st.ix.grace(job)
     strict = job.kind is JobKind.SESSION
+    beside = asks_beside(job)
     ends: dict[Pool, Seconds | None] = {}
     guard = st.ix.whole_rooms and not room_exempt(st, job, t, ignore)
 
@@ -61,7 +71,7 @@ def _node_filter(
         pool = pool_of(slot)
         if pool not in ends:
             ends[pool] = t.slice_end(pool)
-        verdict = backfill_cannot_delay(slot, gpus, ends[pool], grace, st.ix.pol.min_slice, st.ix.now)
+        verdict = backfill_cannot_delay(slot, gpus, ends[pool], grace, st.ix.pol.min_slice, st.ix.now, beside)
         return verdict is True or (verdict is not False and not strict)
 
     return ok
@@ -93,8 +103,9 @@ def final_slice_end(st: CycleState, job: Job, t: Terms, placement: Placement) ->
     if end is None:
         return None
     grace = st.ix.grace(job)
+    beside = asks_beside(job)
     for idx, gpus in placement.nodes:
-        verdict = backfill_cannot_delay(st.cap.nodes[idx], gpus, end, grace, st.ix.pol.min_slice, st.ix.now)
+        verdict = backfill_cannot_delay(st.cap.nodes[idx], gpus, end, grace, st.ix.pol.min_slice, st.ix.now, beside)
         if isinstance(verdict, Capped):
             end = min(end, verdict.end)
     return end
@@ -109,6 +120,21 @@ def place_free(st: CycleState, job: Job, t: Terms, ignore_headroom: bool = False
 
 def start_free(st: CycleState, job: Job, t: Terms, placement: Placement, rule: str) -> None:
     st.start(job, placement, t.run_class, final_slice_end(st, job, t, placement), rule)
+
+
+def frees_beside(job: Job, slot: NodeSlot, gpus: int, victims: Iterable[tuple[Occupant, PreemptReason]]) -> bool:
+    """Rule `never-preempt-in-vain` for CPUs and memory: once the victims and the work already leaving this node are
+    gone, do its CPUs and memory hold the job's replicas there beside `gpus` of its GPUs?"""
+    cpus = memory = 0
+    for occ in slot.occupants:
+        if occ.leaving:
+            cpus += occ.cpus
+            memory += occ.memory
+    for occ, _ in victims:
+        if not occ.leaving:
+            cpus += occ.cpus
+            memory += occ.memory
+    return fits_beside(job, slot, gpus, cpus, memory)
 
 
 VictimRule = Callable[[Occupant], PreemptReason | None]
@@ -138,6 +164,7 @@ def place_by_preemption(
     allowance = headroom_allowance(st, job, t, ignore_headroom)
     best: tuple[tuple[int, int], Pool, list[tuple[int, int]], list[tuple[Occupant, PreemptReason]], Seconds] | None
     best = None
+    beside = asks_beside(job)
     for pool in pools if pools is not None else t.pools:
         size = node_size(st.cap, pool)
         k = nodes_needed(job, size)
@@ -157,6 +184,8 @@ def place_by_preemption(
                 slot = st.cap.nodes[idx]
                 if idx in afresh or slot.claim is not None or (k > 1 and slot.node.gpus != size):
                     continue
+                if beside and not frees_beside(job, slot, need, found[0]):
+                    continue
                 if room is None or (found[3] <= room and keeps_whole_node(st, slot, found[3])):
                     per_node[idx] = (found[0], found[1], found[2])
                     if k == 1:
@@ -169,6 +198,8 @@ def place_by_preemption(
                 continue
             fresh = node_victims(slot, need, now, rule, st.ix.grace, st.ix.quick_occupant)
             if fresh is None or (room is not None and (fresh[3] > room or not keeps_whole_node(st, slot, fresh[3]))):
+                continue
+            if beside and not frees_beside(job, slot, need, fresh[0]):
                 continue
             per_node[idx] = (fresh[0], fresh[1], fresh[2])
         if len(per_node) < k:

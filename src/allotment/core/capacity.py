@@ -1,6 +1,7 @@
 """The cycle's working picture of the fleet: which GPUs are free, who holds the rest, and what is promised.
 
-Owns: per-node free GPU indices, the running jobs on each node and when each could leave, per-pool best-fit buckets,
+Owns: per-node free GPU indices and free CPUs and memory (decision 60), the running jobs on each node and when each
+could leave, per-pool best-fit buckets,
 per-node "reach" (GPUs free, leaving or held by preemptible work: the most a preemption could ever free there) with
 per-pool buckets of it, per-node change counters (so per-cycle caches know when a node changed), per-cluster
 quick-free counts (for session headroom), the room node of each cluster (where a whole-node session would start),
@@ -21,6 +22,16 @@ from allotment.core.model import ContractClass, Job, Node, NodeState, Seconds, S
 
 Pool = tuple[str, str]
 """(cluster, gpu_type)"""
+
+UNCOUNTED = 1 << 60
+"""The free CPUs or memory of a node that declares none: more than any request (at most 2^56 MiB: config.limits),
+so nothing is counted there, and small enough to stay a machine integer in the compiled core."""
+
+
+def replicas_on(per_replica: int, gpus: int) -> int:
+    """Replicas of a job of `per_replica` GPUs each on a node where it holds `gpus` GPUs: a single-node gang all of
+    them, a node of a multi-node gang as many as fit the GPUs it holds there (rule `cpus-and-memory-beside-gpus`)."""
+    return gpus // per_replica if per_replica > 0 else 0
 
 
 class Claim:
@@ -46,7 +57,7 @@ class Claim:
 class Occupant:
     """A running job's hold on one node, as the cycle sees it."""
 
-    __slots__ = ("gpus", "job", "leave", "leaving", "node", "preemptible", "quick")
+    __slots__ = ("cpus", "gpus", "job", "leave", "leaving", "memory", "node", "preemptible", "quick")
 
     def __init__(
         self,
@@ -60,6 +71,11 @@ class Occupant:
     ) -> None:
         self.job = job
         self.gpus = gpus
+        r = gpus // job.gpus if job.gpus > 0 else 0  # replicas_on, inline: built for every running job each cycle
+        self.cpus = r * job.cpus
+        """CPUs it holds on this node (its replicas there × its request)."""
+        self.memory = r * job.memory
+        """MiB of memory it holds on this node."""
         self.leave = leave
         """The earliest time its GPUs on this node could be free: kill deadline if preempting, slice end + grace if
         inside its slice, now + grace otherwise."""
@@ -79,9 +95,11 @@ class NodeSlot:
         "_by_leave",
         "accepts",
         "claim",
+        "cpus_free",
         "expired",
         "free",
         "idx",
+        "memory_free",
         "node",
         "occupants",
         "pool",
@@ -97,6 +115,11 @@ class NodeSlot:
         self.occupants: list[Occupant] = []
         self.claim: Claim | None = None
         self.accepts = node.accepts_work
+        self.cpus_free = node.cpus if node.cpus > 0 else UNCOUNTED
+        """CPUs not held by its occupants (UNCOUNTED where the node declares none; below 0 if it declares fewer than
+        its running work holds)."""
+        self.memory_free = node.memory if node.memory > 0 else UNCOUNTED
+        """MiB of memory not held by its occupants (UNCOUNTED where the node declares none)."""
         self.reach = 0
         """Free GPUs plus the GPUs of occupants that are leaving or preemptible: no preemption can free more
         here."""
@@ -192,11 +215,12 @@ class Capacity:
                 held = [g for g in alloc.gpus if g in slot.free]
                 for g in held:
                     slot.free.remove(g)
-                slot.occupants.append(
-                    Occupant(
-                        job, len(alloc.gpus), max(leave, now), not leaving and not run.in_slice(now), leaving, at, quick
-                    )
+                occ = Occupant(
+                    job, len(alloc.gpus), max(leave, now), not leaving and not run.in_slice(now), leaving, at, quick
                 )
+                slot.occupants.append(occ)
+                slot.cpus_free -= occ.cpus
+                slot.memory_free -= occ.memory
                 if quick and slot.accepts:
                     c = slot.node.cluster
                     self.quick_free[c] = self.quick_free.get(c, 0) + len(held)
@@ -324,10 +348,13 @@ class Capacity:
         return ok
 
     # -- changing ----------------------------------------------------------------------------------------------
-    def take(self, idx: int, gpus: int, quick: bool) -> tuple[int, ...]:
-        """Hand `gpus` free GPUs of node `idx` (lowest indices first) to a starting job."""
+    def take(self, idx: int, gpus: int, quick: bool, cpus: int = 0, memory: int = 0) -> tuple[int, ...]:
+        """Hand `gpus` free GPUs of node `idx` (lowest indices first), and `cpus` CPUs and `memory` MiB beside them,
+        to a starting job."""
         slot = self.nodes[idx]
         assert len(slot.free) >= gpus, "take() beyond free GPUs"
+        slot.cpus_free -= cpus
+        slot.memory_free -= memory
         self.version += 1
         bucket = self.buckets[slot.pool]
         lst = bucket[len(slot.free)]

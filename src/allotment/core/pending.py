@@ -36,7 +36,7 @@ from allotment.core.funding import never_fits, terms
 from allotment.core.indices import Indices, sort_by_budget_order
 from allotment.core.model import ContractClass, Job, JobKind, ReservationKind, RunClass, Seconds
 from allotment.core.outcome import Outcome
-from allotment.core.placement import Placement
+from allotment.core.placement import Placement, asks_beside
 from allotment.core.preemption import (
     expired_yields_to_under_share,
     opportunistic_yields,
@@ -85,15 +85,21 @@ def claim_and_call_due(
     """Claim a reservation's nodes (for `planned`, by default the earliest its nodes could hold it) and tell the
     preemptible work there that is due to leave (its notice would end at the planned start or later) to go now, so
     the GPUs are free when the plan starts; returns the planned start."""
+    beside = job if asks_beside(job) else None
     if planned is None:
-        planned = max((earliest_on_node(st.cap.nodes[i], g, st.ix.now, yields) or st.ix.now) for i, g in nodes)
+        planned = max(
+            (earliest_on_node(st.cap.nodes[i], g, st.ix.now, yields, None, beside) or st.ix.now) for i, g in nodes
+        )
     claim(st.cap, job.id, nodes, planned, yields)
     due = [occ for idx, need in nodes for occ in due_victims(st, st.cap.nodes[idx], need, planned)]
     if not due:
         return planned
     for occ in due:
         st.preempt(occ.job, PreemptReason.RESERVATION, job.id)
-    planned = max(planned, *((earliest_on_node(st.cap.nodes[i], g, st.ix.now, yields) or st.ix.now) for i, g in nodes))
+    planned = max(
+        planned,
+        *((earliest_on_node(st.cap.nodes[i], g, st.ix.now, yields, None, beside) or st.ix.now) for i, g in nodes),
+    )
     claim(st.cap, job.id, nodes, planned, yields)
     return planned
 
@@ -129,7 +135,7 @@ def sessions_first(st: CycleState) -> None:
         if placement is not None:
             start_free(st, job, t, placement, "session")
             continue
-        key = (job.total_gpus, id(t.pools), st.ix.grace(job))  # terms() interns its tuples: identity is equality
+        key = (job.total_gpus, id(t.pools), st.ix.grace(job), job.cpus, job.memory)  # terms() interns its tuples
         if key in preempt_failed or not place_by_preemption(st, job, t, takes, indexed=(("session",), takes, True)):
             preempt_failed.add(key)
             st.out.block(job.id, Blocker.CAPACITY)
@@ -163,7 +169,7 @@ def window_claims(st: CycleState) -> None:
                 start_free(st, job, pinned, placement, "capacity-window")
                 held += placement.gpus
                 continue
-            key = (job.gpus, job.replicas, st.ix.grace(job))
+            key = (job.gpus, job.replicas, st.ix.grace(job), job.cpus, job.memory)
             if key in preempt_failed:
                 continue
             reclaim = _reclaim_for(w.budget)
@@ -206,12 +212,13 @@ def fair_share_order(st: CycleState) -> None:
     _serve(st, opportunistic, opportunistic_pass=True)
 
 
-FitKey = tuple[int, int, int, Seconds, bool]
-"""(GPUs, replicas, id of the interned Terms, grace, leaves within seconds): jobs with equal keys fit alike."""
-SessionKey = tuple[int, int, Seconds]
-"""(GPUs, id of the interned pools, grace)."""
-WindowJobKey = tuple[int, int, Seconds]
-"""(GPUs, replicas, grace)."""
+FitKey = tuple[int, int, int, Seconds, bool, int, int]
+"""(GPUs, replicas, id of the interned Terms, grace, leaves within seconds, CPUs and memory per replica): jobs with
+equal keys fit alike."""
+SessionKey = tuple[int, int, Seconds, int, int]
+"""(GPUs, id of the interned pools, grace, CPUs and memory per replica)."""
+WindowJobKey = tuple[int, int, Seconds, int, int]
+"""(GPUs, replicas, grace, CPUs and memory per replica)."""
 
 
 class Served(Enum):
@@ -281,7 +288,7 @@ def _consider(
     if t.run_class is RunClass.OPPORTUNISTIC and not opportunistic_pass:
         return Served.DEFERRED
     # t has no blocker here, so it stands for (run class, pools, slice ends); terms() interns it: identity is equality
-    key = (job.gpus, job.replicas, id(t), st.ix.grace(job), st.ix.quick(job))
+    key = (job.gpus, job.replicas, id(t), st.ix.grace(job), st.ix.quick(job), job.cpus, job.memory)
     if key not in free_failed:
         placement = place_free(st, job, t)
         if placement is not None:

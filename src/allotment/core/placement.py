@@ -1,8 +1,10 @@
 """Gang placement (rule `gang-placement`, docs/policy.md §3): where a job's GPUs go.
 
 Owns: the pools a job may use in preference order, how many nodes a gang needs, best-fit packing of single-node jobs
-(the fullest node that still fits, so whole nodes stay free for gangs), and the choice of k whole nodes in the
-tightest topology block (rack, then block, then the cluster) for multi-node gangs.
+(the fullest node that still fits, so whole nodes stay free for gangs), the choice of k whole nodes in the
+tightest topology block (rack, then block, then the cluster) for multi-node gangs, and rule
+`cpus-and-memory-beside-gpus`: a node takes the job's GPUs only where its free CPUs and memory also hold the job's
+replicas there (`fits_beside`; decision 60).
 
 Must not: decide whether a job may start (funds, order, headroom, reservations) beyond the per-node and per-cluster
 filters it is given, and must not change capacity (the cycle takes the GPUs).
@@ -13,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
-from allotment.core.capacity import Capacity, NodeSlot, Pool
+from allotment.core.capacity import Capacity, NodeSlot, Pool, replicas_on
 from allotment.core.model import Job, Micro
 
 
@@ -76,6 +78,20 @@ def gpus_held(job: Job, size: int) -> int:
     return job.total_gpus if k <= 1 else k * size
 
 
+def asks_beside(job: Job) -> bool:
+    """Does the job ask for CPUs or memory beside its GPUs? (Nothing is counted for one that does not.)"""
+    return job.cpus > 0 or job.memory > 0
+
+
+def fits_beside(job: Job, slot: NodeSlot, gpus: int, cpus_back: int = 0, memory_back: int = 0) -> bool:
+    """Rule `cpus-and-memory-beside-gpus`: do the node's free CPUs and memory (plus `cpus_back`, `memory_back`: what
+    work leaving for this job gives back) hold the replicas the job would have there with `gpus` of its GPUs?"""
+    r = replicas_on(job.gpus, gpus)
+    return (job.cpus == 0 or slot.cpus_free + cpus_back >= r * job.cpus) and (
+        job.memory == 0 or slot.memory_free + memory_back >= r * job.memory
+    )
+
+
 def find_free(
     job: Job,
     pools: Sequence[Pool],
@@ -97,17 +113,22 @@ def find_free(
             # the cluster's session room counts only unclaimed nodes: a start on a claimed node (backfill that
             # cannot delay the plan) leaves the room as it is
             room_ok = cluster_ok(pool[0], need)
+            beside = asks_beside(job)
             for idx in capacity.nodes_with_free(pool, need):
                 slot = capacity.nodes[idx]
-                if (room_ok or slot.claim is not None) and node_ok(slot, need):
+                fits = not beside or fits_beside(job, slot, need)
+                if fits and (room_ok or slot.claim is not None) and node_ok(slot, need):
                     return Placement(pool, ((idx, need),))
             continue
         if len(capacity.nodes_with_free(pool, size)) < k or not cluster_ok(pool[0], k * size):
             continue
+        beside = asks_beside(job)
         whole = [
             (idx, 0.0)
             for idx in capacity.nodes_with_free(pool, size)
-            if capacity.nodes[idx].node.gpus == size and node_ok(capacity.nodes[idx], size)
+            if capacity.nodes[idx].node.gpus == size
+            and node_ok(capacity.nodes[idx], size)
+            and (not beside or fits_beside(job, capacity.nodes[idx], size))
         ]
         chosen = choose_block(whole, k, capacity, topology.get(pool[0], ()))
         if chosen is not None:

@@ -15,7 +15,7 @@ from allotment.core.capacity import Pool
 from allotment.core.decisions import Blocker, Hint, HintKind, Reserve, WaitReason
 from allotment.core.funding import never_fits, standing_blocker
 from allotment.core.model import Job, JobKind, ReservationKind, RunClass, Seconds
-from allotment.core.placement import gpus_held, node_size, nodes_needed
+from allotment.core.placement import asks_beside, fits_beside, gpus_held, node_size, nodes_needed
 from allotment.core.reservations import earliest_on_node
 from allotment.core.state import CycleState
 from allotment.core.units import cost
@@ -25,18 +25,27 @@ def _credits(micro: int) -> str:
     return f"{micro / 1_000_000:,.1f}"
 
 
+def _beside(job: Job) -> str:
+    """The CPUs and memory a replica asks for, e.g. "16 CPUs and 64 GiB"."""
+    parts = [f"{job.cpus} CPUs"] if job.cpus else []
+    if job.memory:
+        parts.append(f"{job.memory // 1024} GiB" if job.memory % 1024 == 0 else f"{job.memory} MiB")
+    return " and ".join(parts)
+
+
 def _dur(seconds: int) -> str:
     if seconds >= 3600:
         return f"{seconds / 3600:.1f} h"
     return f"{max(seconds, 0) // 60} min"
 
 
-GangKey = tuple[int, int, int]
-"""(id of the job's interned pools, GPUs, replicas)."""
+GangKey = tuple[int, int, int, int, int]
+"""(id of the job's interned pools, GPUs, replicas, CPUs and memory per replica)."""
 Detail = tuple[int | str | bool, ...]
 """What else a reason depends on, for some blockers (Explainer.explain)."""
-ReasonKey = tuple[Blocker, str | None, int, int, int, JobKind, bool, Detail]
-"""(blocker, budget when the message names it, id of the pools, GPUs, replicas, kind, fast-leaving, detail)."""
+ReasonKey = tuple[Blocker, str | None, int, int, int, JobKind, bool, Detail, int, int]
+"""(blocker, budget when the message names it, id of the pools, GPUs, replicas, kind, fast-leaving, detail, CPUs and
+memory per replica)."""
 HintsKey = (
     tuple[int, int, int, Blocker, bool]
     | tuple[int, int, int, Blocker, bool, str, bool, JobKind]
@@ -58,7 +67,7 @@ class Explainer:
         self._reasons: dict[ReasonKey, WaitReason] = {}
         self._with_room: dict[tuple[Pool, int, int, bool], int] = {}
         self._windows: dict[tuple[int, str], list[Booked]] = {}
-        self._pool_fit: dict[tuple[Pool, int], tuple[list[Seconds], int, int]] = {}
+        self._pool_fit: dict[tuple[Pool, int, int, int], tuple[list[Seconds], int, int]] = {}
         self._pool_free: dict[Pool, int] = {}
         self._room: dict[tuple[int, int, int, bool], tuple[Hint, ...]] = {}
         self._latest_claim: dict[tuple[int, int], Seconds | None] = {}
@@ -110,7 +119,18 @@ class Explainer:
             who, detail = None, (job.user, job.slice_seconds)
         elif blocker is Blocker.NO_POOL:
             who = None
-        key = (blocker, who, id(pools), job.gpus, job.replicas, job.kind, self.st.ix.quick(job), detail)
+        key = (
+            blocker,
+            who,
+            id(pools),
+            job.gpus,
+            job.replicas,
+            job.kind,
+            self.st.ix.quick(job),
+            detail,
+            job.cpus,
+            job.memory,
+        )
         hit = self._reasons.get(key)
         if hit is not None:
             return hit
@@ -149,7 +169,7 @@ class Explainer:
     def _fit_info(self, job: Job, pools: tuple[Pool, ...]) -> tuple[int, Seconds | None, bool, bool]:
         """(free GPUs in the pools, earliest fit from known leave times, fits now ignoring headroom on an
         unclaimed node, fits now only on nodes a reservation claims)."""
-        key = (id(pools), job.gpus, job.replicas)
+        key = (id(pools), job.gpus, job.replicas, job.cpus, job.memory)
         hit = self._fit.get(key)
         if hit is not None:
             return hit
@@ -164,7 +184,7 @@ class Explainer:
             if k == 0:
                 continue
             need = job.total_gpus if k == 1 else size
-            t_pool, fit_u, fit_c = self._fit_in(pool, need, k)
+            t_pool, fit_u, fit_c = self._fit_in(pool, need, k, job if asks_beside(job) else None)
             if t_pool is not None:
                 earliest = t_pool if earliest is None else min(earliest, t_pool)
             unclaimed = unclaimed or fit_u >= k
@@ -179,16 +199,17 @@ class Explainer:
             found = self._pool_free[pool] = self.st.cap.free_in_pools((pool,))
         return found
 
-    def _fit_in(self, pool: Pool, need: int, k: int) -> tuple[Seconds | None, int, int]:
+    def _fit_in(self, pool: Pool, need: int, k: int, beside: Job | None) -> tuple[Seconds | None, int, int]:
         """(the earliest time k nodes of the pool could each hold `need` GPUs, given known leave times; nodes with
-        `need` free GPUs now that no reservation claims; those that one claims)."""
-        times, fit_u, fit_c = self._pool_times(pool, need)
+        `need` free GPUs now that no reservation claims; those that one claims). With `beside`, a job asking for CPUs
+        or memory, a node also needs them free beside the GPUs."""
+        times, fit_u, fit_c = self._pool_times(pool, need, beside)
         return (times[k - 1] if len(times) >= k else None), fit_u, fit_c
 
-    def _pool_times(self, pool: Pool, need: int) -> tuple[list[Seconds], int, int]:
+    def _pool_times(self, pool: Pool, need: int, beside: Job | None) -> tuple[list[Seconds], int, int]:
         """(for each node of the pool that could ever hold `need` GPUs, the earliest time it could, in order; the
         nodes with `need` free GPUs now that no reservation claims; those that one claims)."""
-        key = (pool, need)
+        key = (pool, need, 0, 0) if beside is None else (pool, need, beside.cpus, beside.memory)
         found = self._pool_fit.get(key)
         if found is not None:
             return found
@@ -199,7 +220,7 @@ class Explainer:
             slot = st.cap.nodes[idx]
             if not slot.accepts or slot.node.gpus < need:
                 continue
-            t = earliest_on_node(slot, need, st.ix.now)
+            t = earliest_on_node(slot, need, st.ix.now, beside=beside)
             claim = slot.claim
             if t is not None and claim is not None and claim.spare < need:
                 # a node a reservation claims is its plan's: its free GPUs hold this job only after the plan has
@@ -207,7 +228,7 @@ class Explainer:
                 t = max(t, claim.planned_start)
             if t is not None:
                 times.append(t)
-            if len(slot.free) >= need:
+            if len(slot.free) >= need and (beside is None or fits_beside(beside, slot, need)):
                 if slot.claim is None:
                     fit_u += 1
                 else:
@@ -278,8 +299,29 @@ class Explainer:
             )
         if free == 0:
             return f"needs {shape}; no GPU is free in its pools (budget {job.budget} waits its fair-share turn)"
+        short = self._short_beside(job, pools)
+        if short:
+            return (
+                f"needs {shape} with {_beside(job)} per replica; {short} node{'s' if short != 1 else ''} "
+                f"{'have' if short != 1 else 'has'} the GPUs free but not the CPUs or memory beside them"
+            )
         where = f"{job.total_gpus} on one node" if job.replicas == 1 or job.total_gpus <= 8 else "enough whole nodes"
         return f"needs {shape}; {free} GPUs are free in its pools but not {where}"
+
+    def _short_beside(self, job: Job, pools: tuple[Pool, ...]) -> int:
+        """Accepting nodes of the pools with the GPUs free for the job but not its CPUs or memory (rule
+        `cpus-and-memory-beside-gpus`); 0 for a job that asks for neither."""
+        if not asks_beside(job):
+            return 0
+        cap = self.st.cap
+        short = 0
+        for pool in pools:
+            k = nodes_needed(job, node_size(cap, pool))
+            if k == 0:
+                continue
+            need = job.total_gpus if k == 1 else node_size(cap, pool)
+            short += sum(1 for i in cap.nodes_with_free(pool, need) if not fits_beside(job, cap.nodes[i], need))
+        return short
 
     def _booked(self, pools: tuple[Pool, ...], budget: str) -> list[Booked]:
         """Other budgets' windows on the pools: (start, id, budget, GPUs, cluster, GPU type), earliest first."""

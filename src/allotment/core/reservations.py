@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from allotment.core.capacity import Capacity, Claim, NodeSlot, Occupant, Pool
+from allotment.core.capacity import Capacity, Claim, NodeSlot, Occupant, Pool, replicas_on
 from allotment.core.model import Job, Seconds
-from allotment.core.placement import choose_block, node_size, nodes_needed
+from allotment.core.placement import asks_beside, choose_block, node_size, nodes_needed
 
 Yields = Callable[[Occupant], bool]
 Bounds = Callable[[Pool, int, bool], Iterable[tuple[int, Seconds]]]
@@ -36,31 +36,43 @@ def nobody_yields(occ: Occupant) -> bool:
 
 
 def earliest_on_node(
-    slot: NodeSlot, need: int, now: Seconds, yields: Yields = everyone_yields, room: int | None = None
+    slot: NodeSlot,
+    need: int,
+    now: Seconds,
+    yields: Yields = everyone_yields,
+    room: int | None = None,
+    beside: Job | None = None,
 ) -> Seconds | None:
     """The earliest time `need` GPUs of this node could be free for one job, or None if it never could. Only work
     that is already leaving or that `yields` to the job counts as leaving; the rest may renew in its way. `room`,
     when given, is how many of the node's session-room GPUs count — those free now and those of fast-leaving work,
-    which sessions take first (0 where the cluster's room binds: only GPUs freed later by other work count)."""
+    which sessions take first (0 where the cluster's room binds: only GPUs freed later by other work count).
+    `beside`, the job when it asks for CPUs or memory: the time is also when the node's CPUs and memory could hold
+    its replicas there (rule `cpus-and-memory-beside-gpus`)."""
     if slot.node.gpus < need:
         return None
+    cpus_short = memory_short = 0
+    if beside is not None:
+        r = replicas_on(beside.gpus, need)
+        cpus_short = r * beside.cpus - slot.cpus_free if beside.cpus > 0 else 0
+        memory_short = r * beside.memory - slot.memory_free if beside.memory > 0 else 0
     room_left = need if room is None else room  # counting more room GPUs than the job needs changes nothing
     have = min(len(slot.free), room_left)
     room_left -= have
-    if have >= need:
+    if have >= need and cpus_short <= 0 and memory_short <= 0:
         return now
     for occ in slot.by_leave():
         if not occ.leaving and not yields(occ):
             continue
+        cpus_short -= occ.cpus
+        memory_short -= occ.memory
         if occ.quick:
             counted = min(occ.gpus, room_left)
             room_left -= counted
-            if counted == 0:
-                continue
             have += counted
         else:
             have += occ.gpus
-        if have >= need:
+        if have >= need and cpus_short <= 0 and memory_short <= 0:
             return occ.leave
     return None
 
@@ -104,8 +116,9 @@ def plan_start(
         if k > 1 and spare is not None:
             spare //= k  # a gang counts room GPUs on each of its k nodes: together at most the spare
         kept = room_node(pool[0])
+        beside = job if asks_beside(job) else None
         if k == 1 and bounds is not None:
-            single = _earliest_single(capacity, pool, need, now, yields, bounds, spare, kept)
+            single = _earliest_single(capacity, pool, need, now, yields, bounds, spare, kept, beside)
             if single is not None and (best is None or single.planned_start < best.planned_start):
                 best = single
             continue
@@ -114,7 +127,7 @@ def plan_start(
             slot = capacity.nodes[idx]
             if not slot.accepts or slot.claim is not None or slot.node.gpus < need:
                 continue
-            t = earliest_on_node(slot, need, now, yields, _on_node(idx, spare, kept))
+            t = earliest_on_node(slot, need, now, yields, _on_node(idx, spare, kept), beside)
             if t is not None:
                 cands.append((idx, float(t)))
         if len(cands) < k:
@@ -174,6 +187,7 @@ def _earliest_single(
     bounds: Bounds,
     spare: int | None,
     kept: tuple[int, int] | None = None,
+    beside: Job | None = None,
 ) -> Plan | None:
     """plan_start for a single-node job on one pool: the earliest start, then the fullest node, then the index."""
     best: tuple[Seconds, int, int] | None = None
@@ -183,7 +197,7 @@ def _earliest_single(
         slot = capacity.nodes[idx]
         if slot.claim is not None:
             continue
-        t = earliest_on_node(slot, need, now, yields, _on_node(idx, spare, kept))
+        t = earliest_on_node(slot, need, now, yields, _on_node(idx, spare, kept), beside)
         if t is not None and (best is None or (t, len(slot.free), idx) < best):
             best = (t, len(slot.free), idx)
     return None if best is None else Plan(pool, ((best[2], need),), best[0])
@@ -223,13 +237,20 @@ class Capped:
 
 
 def backfill_cannot_delay(
-    slot: NodeSlot, gpus: int, holds_until: Seconds | None, grace: Seconds, min_slice: Seconds, now: Seconds
+    slot: NodeSlot,
+    gpus: int,
+    holds_until: Seconds | None,
+    grace: Seconds,
+    min_slice: Seconds,
+    now: Seconds,
+    beside: bool = False,
 ) -> Capped | bool:
     """May a job take `gpus` GPUs of this node without delaying the node's planned start?
 
     Returns True when it may as asked (no claim; preemptible work when the planned start is at least `min_slice` + grace
     away, so it is worth starting; work that leaves in time; or spare room), Capped(end) when it may only with its
-    slice ending early enough (at least `min_slice` long), or False."""
+    slice ending early enough (at least `min_slice` long), or False. Spare room is GPUs only: work that asks for CPUs
+    or memory (`beside`) never holds a claimed node past its planned start, whose CPUs and memory the plan counts on."""
     c = slot.claim
     if c is None:
         return True
@@ -239,7 +260,7 @@ def backfill_cannot_delay(
         return c.planned_start - now >= min_slice + grace
     if holds_until + grace <= c.planned_start:
         return True
-    if c.spare >= gpus:
+    if c.spare >= gpus and not beside:
         return True
     capped = c.planned_start - grace
     if capped - now >= min_slice:
@@ -262,7 +283,7 @@ def renewal_cannot_delay(
     c = slot.claim
     if c is None or not c.yields(occ):
         return True
-    return backfill_cannot_delay(slot, occ.gpus, holds_until, grace, min_slice, now)
+    return backfill_cannot_delay(slot, occ.gpus, holds_until, grace, min_slice, now, occ.cpus > 0 or occ.memory > 0)
 
 
 def use_spare_renewal(slot: NodeSlot, occ: Occupant, holds_until: Seconds, grace: Seconds) -> None:

@@ -32,7 +32,7 @@ from allotment.core.model import (
     Seconds,
 )
 from allotment.core.outcome import Outcome
-from allotment.core.placement import node_size, nodes_needed
+from allotment.core.placement import asks_beside, node_size, nodes_needed
 from allotment.core.preemption import fewest_victims, reservation_claims, victim_reason
 from allotment.core.reservations import Capped, Yields, claim, earliest_on_node, renewal_cannot_delay, use_spare_renewal
 from allotment.core.state import Carried, CycleState
@@ -221,7 +221,8 @@ def install_carried(st: CycleState) -> list[Carried]:
             continue
         nodes = tuple((s.idx, need) for s in real)
         yields = _remembering(st.yields_to(job, also=original.job_id if original.job_id != job.id else None), res)
-        starts = [earliest_on_node(s, need, st.ix.now, yields) for s in real]
+        beside = job if asks_beside(job) else None
+        starts = [earliest_on_node(s, need, st.ix.now, yields, None, beside) for s in real]
         if any(t is None for t in starts):
             continue
         claim(st.cap, job.id, nodes, max(t for t in starts if t is not None), yields)

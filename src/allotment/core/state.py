@@ -180,8 +180,9 @@ class CycleState:
             if slot.claim is not None and slot.claim.job_id != job.id:
                 backfill_for = slot.claim.job_id
             use_spare(slot, gpus, slice_end, grace)
-            allocs.append(Allocation(slot.node.name, cap.take(idx, gpus, quick)))
-            cap.add_occupant(Occupant(job, gpus, leave, preemptible=False, leaving=False, node=idx, quick=quick))
+            occ = Occupant(job, gpus, leave, preemptible=False, leaving=False, node=idx, quick=quick)
+            allocs.append(Allocation(slot.node.name, cap.take(idx, gpus, quick, occ.cpus, occ.memory)))
+            cap.add_occupant(occ)
         held = placement.gpus
         rate = ix.rate(placement.pool)
         out = self.out
