@@ -28,9 +28,10 @@ from allotment.changes.records import (
     SliceGrant,
     TerminateIntent,
 )
+from allotment.core.capacity import replicas_on
 from allotment.core.decisions import Decisions, Preempt, PreemptReason, Start
 from allotment.core.jobstate import JobState
-from allotment.core.model import Micro, RunClass, Seconds, Snapshot
+from allotment.core.model import Allocation, Micro, RunClass, Seconds, Snapshot
 from allotment.ledger.charges import accrue, price_for, reprice, run_rate
 from allotment.ledger.entries import run_id as make_run_id
 from allotment.ports.executor import LaunchSpec
@@ -110,8 +111,18 @@ def _start(
         env=dict(job.env),
         workdir=job.workdir,
         image=job.image,
+        cpus=_per_node(job.cpus, job.gpus, s.placement),
+        memory=_per_node(job.memory, job.gpus, s.placement),
     )
     changes.intents.append(LaunchIntent(run_id, spec))
+
+
+def _per_node(request: int, gpus: int, placement: tuple[Allocation, ...]) -> int:
+    """A per-replica request on the node of the placement holding the most replicas (every node of a multi-node gang
+    holds as many), by placement's rule (core.capacity.replicas_on)."""
+    if request <= 0:
+        return 0
+    return max((replicas_on(gpus, len(a.gpus)) for a in placement), default=0) * request
 
 
 def _preempt(

@@ -34,6 +34,8 @@ def encode(intent: IntentChange) -> tuple[IntentKind, str, int, str, dict[str, A
             "env": dict(s.env),
             "workdir": s.workdir,
             "image": s.image,
+            "cpus": s.cpus,
+            "memory": s.memory,
         }
         return IntentKind.LAUNCH, s.job_id, s.attempt, intent.run_id, payload
     return IntentKind.TERMINATE, intent.job_id, intent.attempt, intent.run_id, {"grace": intent.grace}
@@ -58,5 +60,7 @@ def decode(row_id: int, kind: str, job_id: str, attempt: int, payload: Mapping[s
         env=dict(p.get("env") or {}),
         workdir=p.get("workdir"),
         image=p.get("image"),
+        cpus=int(p.get("cpus") or 0),
+        memory=int(p.get("memory") or 0),
     )
     return Intent(row_id, k, job_id, attempt, spec, spec.grace)

@@ -83,6 +83,12 @@ class JobFacts:
     env: Mapping[str, str] = field(default_factory=dict)
     workdir: str | None = None
     image: str | None = None
+    gpus: int = 0
+    """GPUs per replica."""
+    cpus: int = 0
+    """CPUs per replica (0: no request; decision 60)."""
+    memory: int = 0
+    """MiB of memory per replica (0: no request)."""
 
 
 # -- what a store writes ---------------------------------------------------------------------------------------

@@ -47,6 +47,11 @@ class LaunchSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     workdir: str | None = None
     image: str | None = None
+    cpus: int = 0
+    """CPUs the run holds on each node of its placement, as placement counted them (its replicas there × the job's
+    request per replica); 0: no request (decision 60)."""
+    memory: int = 0
+    """MiB of memory the run holds on each node of its placement; 0: no request."""
 
 
 class EventKind(StrEnum):

@@ -175,11 +175,12 @@ class SqlCycle:
 
 
 def _facts(row: Any) -> JobFacts:
-    job_id, state, budget, user, kind, grace, attempt, requeue, cancel, spec = row
+    job_id, state, budget, user, kind, grace, attempt, requeue, cancel, spec, gpus, cpus, memory = row
     spec = spec or {}
     return JobFacts(
         job_id, JobState(state), budget, user, kind, grace, attempt, bool(requeue), cancel is not None,
         tuple(spec.get("command", ())), dict(spec.get("env") or {}), spec.get("workdir"), spec.get("image"),
+        gpus, cpus, memory,
     )  # fmt: skip
 
 
@@ -209,6 +210,9 @@ _FACT_COLUMNS = (
     JobRow.requeue,
     JobRow.cancel_requested_at,
     JobRow.spec,
+    JobRow.gpus,
+    JobRow.cpus,
+    JobRow.memory_mib,
 )
 _JOB_FACTS = select(*_FACT_COLUMNS).where(JobRow.id.in_(bindparam("ids", expanding=True)))
 _CANCELLED_PENDING = (

@@ -1,6 +1,8 @@
 """The local process executor: runs attempts as processes on this host, each under a detached supervisor.
 
-Owns: the state directory (`<state_dir>/active/` and `<state_dir>/jobs/<job_id>/<attempt>/`, the server's alone), in
+Owns: the state directory (`<state_dir>/active/` and `<state_dir>/jobs/<job_id>/<attempt>/`, the server's alone), the
+CPUs and memory each attempt asked for, recorded in its spec.json with the cores each replica is pinned to
+(limits.choose_cores; the supervisor applies them and the memory limit, decision 60), in
 owner mode the jobs' own directories (`<jobs_dir>/<account>/<job_id>.<attempt>`, each its account's, 0700) and the
 account each attempt runs as (written into spec.json for the supervisor), launching supervisors, terminate()
 (SIGTERM to the job's process group now, the SIGKILL deadline stored durably), turning what the supervisors recorded
@@ -31,6 +33,7 @@ from allotment.executors.accounts import Account, NoAccount, RunAs, identity_env
 from allotment.executors.environment import inherited_environment, job_command, job_environment
 from allotment.executors.local import sessions
 from allotment.executors.local import supervisor as sv
+from allotment.executors.local.limits import choose_cores, pinned_cores
 from allotment.ports.executor import EventKind, ExecutorEvent, LaunchSpec
 
 JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,199}")
@@ -130,6 +133,7 @@ class LocalExecutor:
             sv.write_json(d / sv.EXIT, {"ended_at": time.time(), "signal": None, "terminated": False, **record})
             return
         identity = identity_environment(account) if account is not None else {}
+        cpusets = self._cpusets(spec)
         sv.write_json(
             d / sv.SPEC,
             {
@@ -140,7 +144,12 @@ class LocalExecutor:
                 "workdir": workdir,
                 "grace": spec.grace,
                 "nodes": [a.node for a in spec.placement],
-                "replicas": [{"env": {**identity, **job_environment(spec, r)}} for r in range(len(spec.placement))],
+                "replicas": [
+                    {"env": {**identity, **job_environment(spec, r)}, "cpuset": cpusets[r] if cpusets else None}
+                    for r in range(len(spec.placement))
+                ],
+                "cpus": spec.cpus,
+                "memory_mib": spec.memory,
                 "account": None if account is None else account.spec(),
                 "created_at": time.time(),
             },
@@ -241,6 +250,18 @@ class LocalExecutor:
             if done:
                 del self._children[key]
                 self._child_status[key] = status
+
+    def _cpusets(self, spec: LaunchSpec) -> list[list[int]]:
+        """The cores each replica of a new attempt is pinned to (none when it asks for no CPUs), chosen around the
+        cores live attempts are pinned to."""
+        if spec.cpus <= 0:
+            return []
+        in_use: list[int] = []
+        for job_id, attempt, _ in self._active_attempts():
+            d = self._jobs / job_id / str(attempt)
+            if not (d / sv.EXIT).exists():
+                in_use.extend(pinned_cores(sv.read_json(d / sv.SPEC)))
+        return choose_cores(sorted(os.sched_getaffinity(0)), in_use, len(spec.placement), spec.cpus)
 
     def _active_attempts(self) -> list[tuple[str, int, Path]]:
         found = []

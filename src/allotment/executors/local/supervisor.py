@@ -2,7 +2,9 @@
 
 Owns: starting the attempt's argument vector (never through a shell) in its own process group, as the account
 spec.json names when it names one (owner mode: uid, gid and every group of the job's owner; the executor puts
-its HOME, USER, LOGNAME and SHELL into each replica's env), recording the job's pids, forwarding termination
+its HOME, USER, LOGNAME and SHELL into each replica's env), applying the CPUs and memory spec.json records (each
+replica pinned to its cores with sched_setaffinity; RLIMIT_DATA set to the memory asked per node; decision 60),
+recording the job's pids, forwarding termination
 (SIGTERM now, SIGKILL at the recorded deadline), copying each replica's output from a pipe into log files that it
 alone opens and writes (the job never sees a path to them), and writing the exit record atomically into the
 attempt's state directory. Also owns the names of the files in that directory and the helpers that read and write
@@ -20,6 +22,7 @@ import contextlib
 import fcntl
 import json
 import os
+import resource
 import selectors
 import signal
 import stat
@@ -260,6 +263,8 @@ class Supervisor:
         self.grace: int = int(spec["grace"])
         self.replicas: list[dict[str, Any]] = list(spec["replicas"])
         self.account: dict[str, Any] | None = spec.get("account")
+        self.memory_mib = int(spec.get("memory_mib") or 0)
+        """MiB of memory each replica may have (RLIMIT_DATA); 0: no limit set."""
         """Owner mode: the Unix account (uid, gid, groups, home, shell) every replica runs as; None: this one's."""
         self.pgid = 0
         self.kill_at: float | None = None
@@ -316,10 +321,12 @@ class Supervisor:
             env.update({str(k): str(v) for k, v in replica["env"].items()})
             read_end, write_end = os.pipe()  # both close-on-exec; Popen gives the job only fds 1 and 2
             output.add(rank, read_end)
+            limits = _Limits(replica.get("cpuset"), self.memory_mib)
             try:
                 proc = subprocess.Popen(
                     self.argv,
                     **identity,
+                    preexec_fn=limits.apply if limits.any else None,  # noqa: PLW1509 (the supervisor has one thread)
                     env=env,
                     cwd=self.workdir,
                     stdin=subprocess.DEVNULL,
@@ -424,6 +431,23 @@ class Supervisor:
             self._check_terminate(time.time())
             output.pump(TICK)
         return 0 if first_failure is None else first_failure
+
+
+class _Limits:
+    """What one replica is held to, applied in the child between fork and exec (after it took its account)."""
+
+    def __init__(self, cpuset: list[int] | None, memory_mib: int) -> None:
+        self.cpuset = [int(c) for c in cpuset] if cpuset else []
+        self.memory = memory_mib * 1024 * 1024
+        self.any = bool(self.cpuset) or self.memory > 0
+
+    def apply(self) -> None:
+        if self.cpuset:
+            os.sched_setaffinity(0, self.cpuset)
+        if self.memory > 0:
+            # RLIMIT_DATA (Linux >= 4.7: heap and private writable mappings), not RLIMIT_AS: address space a
+            # runtime only reserves (inaccessible mappings) is not counted, so reservations do not fail a job
+            resource.setrlimit(resource.RLIMIT_DATA, (self.memory, self.memory))
 
 
 def main(argv: list[str]) -> int:

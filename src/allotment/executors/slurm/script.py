@@ -2,8 +2,8 @@
 
 Owns: turning a LaunchSpec into (a) a bash batch script in which every value that came from a user (the argument
 vector, spec.env, job id, budget, user) appears only as a shlex-quoted word, and (b) the sbatch argument vector
-(held, node count, GPUs per node, name, output file, requeue allowed, no inherited environment, and in owner mode
-the account Slurm runs the job as).
+(held, node count, GPUs per node, CPUs and memory per node, name, output file, requeue allowed, no inherited
+environment, and in owner mode the account Slurm runs the job as).
 Must not: run anything, or interpolate a user string into the script or a `#SBATCH` line unquoted.
 
 The script exports the ALLOT_* variables (the same names as every executor: allotment.executors.environment),
@@ -101,6 +101,12 @@ def sbatch_args(
     ]
     if k > 0:
         args.append(f"--gres=gpu:{k}")
+    # one task per node runs every replica placed there, so the node's CPUs and memory (replicas × the request, as
+    # placement counted them: decision 60) are the task's; nothing is asked when the job asks for none
+    if spec.cpus > 0:
+        args.append(f"--cpus-per-task={spec.cpus}")
+    if spec.memory > 0:
+        args.append(f"--mem={spec.memory}M")
     if account is not None:
         args += [f"--uid={account.uid}", f"--gid={account.gid}"]
     chdir = spec.workdir if spec.workdir is not None else workdir

@@ -87,7 +87,7 @@ def facts(s: MemoryState, job_id: str) -> JobFacts:
     return JobFacts(
         job_id, JobState(rec.state), j.budget, j.user, rec.kind, j.grace, rec.attempt, j.requeue,
         rec.cancel_requested_at is not None, tuple(spec.get("command", ())), dict(spec.get("env") or {}),
-        spec.get("workdir"), spec.get("image"),
+        spec.get("workdir"), spec.get("image"), j.gpus, j.cpus, j.memory,
     )  # fmt: skip
 
 
