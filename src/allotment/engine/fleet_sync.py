@@ -92,8 +92,8 @@ class FleetSync:
                     memory[name] = _memo(d.node.state, d.node.state)
                     report.added.append(name)
                 elif row.cluster == self.cluster:
-                    if row.gpus != d.node.gpus:
-                        row.gpus, row.updated_at = d.node.gpus, now
+                    if (row.gpus, row.cpus, row.memory) != (d.node.gpus, d.node.cpus, d.node.memory):
+                        row.gpus, row.cpus, row.memory, row.updated_at = d.node.gpus, d.node.cpus, d.node.memory, now
                     self._node(row, d, memory, now, report)
                 else:
                     log.warning("node %s of the manager belongs to cluster %s here; not synced", name, row.cluster)
@@ -116,6 +116,8 @@ class FleetSync:
                 forced=False,
                 reason=self._reason(d),
                 updated_at=now,
+                cpus=d.node.cpus,
+                memory=d.node.memory,
             )
         )
 

@@ -69,6 +69,10 @@ class NodeRecord:
     forced: bool
     reason: str | None
     updated_at: int
+    cpus: int = 0
+    """CPUs the node offers to jobs (0: not declared; decision 60)."""
+    memory: int = 0
+    """MiB of memory the node offers to jobs (0: not declared)."""
 
 
 @dataclass(slots=True)

@@ -31,6 +31,8 @@ def _record(row: NodeRow) -> NodeRecord:
         forced=row.forced,
         reason=row.reason,
         updated_at=row.updated_at,
+        cpus=row.cpus,
+        memory=row.memory_mib,
     )
 
 
@@ -42,6 +44,10 @@ def _write(row: NodeRow, rec: NodeRecord) -> None:
         row.gpu_type = rec.gpu_type
     if row.gpus != rec.gpus:
         row.gpus = rec.gpus
+    if row.cpus != rec.cpus:
+        row.cpus = rec.cpus
+    if row.memory_mib != rec.memory:
+        row.memory_mib = rec.memory
     if row.state != rec.state.value:
         row.state = rec.state.value
     if row.forced != rec.forced:
@@ -79,6 +85,8 @@ class SqlFleetSyncStore:
                             forced=rec.forced,
                             reason=rec.reason,
                             updated_at=rec.updated_at,
+                            cpus=rec.cpus,
+                            memory_mib=rec.memory,
                         )
                     )
                 else:

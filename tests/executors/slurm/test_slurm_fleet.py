@@ -1,8 +1,8 @@
 """Fleet sync with the real local cluster: Slurm's node states as Allotment sees them, and back.
 
-Covers: discover_nodes reads every node with its GPU count; a node set DRAIN in Slurm shows as draining with its
-reason; set_node_state drain/resume/down round-trips; a job on a node that goes DOWN is reported LOST once and is
-not restarted by Slurm on its own.
+Covers: discover_nodes reads every node with its GPU count, CPUs and memory; a node set DRAIN in Slurm shows as
+draining with its reason; set_node_state drain/resume/down round-trips; a job on a node that goes DOWN is reported
+LOST once and is not restarted by Slurm on its own.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ def test_discover_nodes_reads_the_fleet(executor: SlurmExecutor) -> None:
     nodes = executor.discover_nodes()
     assert [d.node.name for d in nodes] == [f"gpu{i:02d}" for i in range(1, 9)]
     assert all(d.node.gpus == 8 and d.node.cluster == "slurm" for d in nodes)
+    # CPUs=16 per node; no RealMemory configured (Slurm's default of 1 reads as not declared)
+    assert all((d.node.cpus, d.node.memory) == (16, 0) for d in nodes)
 
 
 def test_drain_in_slurm_shows_as_draining_and_round_trips(executor: SlurmExecutor) -> None:

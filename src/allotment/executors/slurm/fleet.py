@@ -1,6 +1,7 @@
 """Fleet sync between Slurm and Allotment: Slurm's nodes read as core.model.Node, Allotment's drains written back.
 
-Owns: reading every node from `sinfo --json` (name, GPU count and type from its Gres, state flags and reason) and
+Owns: reading every node from `sinfo --json` (name, GPU count and type from its Gres, CPUs and memory, state flags
+and reason) and
 mapping its state to NodeState; and `scontrol update NodeName=… State=DRAIN|RESUME|DOWN Reason=…` for the
 decisions Allotment's operators make. The records and the action vocabulary are the FleetSource port's
 (ports/fleet.py); this module only speaks Slurm.
@@ -58,7 +59,15 @@ def discover_nodes(cli: SlurmCli, cluster: str, gpu_type: str = "gpu") -> list[D
         gpus, kind = gres_gpu_count(str(raw.get("gres") or ""))
         words = slurm_states(raw)
         reason = raw.get("reason")
-        node = Node(name=name, cluster=cluster, gpu_type=kind or gpu_type, gpus=gpus, state=node_state(words))
+        node = Node(
+            name=name,
+            cluster=cluster,
+            gpu_type=kind or gpu_type,
+            gpus=gpus,
+            state=node_state(words),
+            cpus=_count(raw.get("cpus")),
+            memory=memory_of(raw),
+        )
         out.append(
             DiscoveredNode(
                 node=node,
@@ -67,6 +76,20 @@ def discover_nodes(cli: SlurmCli, cluster: str, gpu_type: str = "gpu") -> list[D
             )
         )
     return sorted(out, key=lambda d: d.node.name)
+
+
+def _count(value: object) -> int:
+    """A non-negative whole count from sinfo's JSON (newer releases wrap numbers as {"set", "number"}), else 0."""
+    if isinstance(value, dict):
+        value = value.get("number") if value.get("set", True) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def memory_of(raw: Mapping[str, Any]) -> int:
+    """The node's memory in MiB (Slurm's RealMemory, in its megabytes), or 0 when Slurm was not told it: its default
+    RealMemory of 1 means "not configured", which Allotment reads as not declared (decision 60)."""
+    mib = _count(raw.get("real_memory"))
+    return mib if mib > 1 else 0
 
 
 def set_node_state(cli: SlurmCli, node: str, action: NodeAction, reason: str = "allotment") -> None:
