@@ -106,6 +106,20 @@ CASES = [
     Case("job history", "GET", fixed("/jobs/history?budget=segmentation"), ANYONE),  # filtered to what each may see
     Case("get job", "GET", lambda a: f"/jobs/{eli_job(a)}", VIEW),
     Case("cancel job", "POST", lambda a: f"/jobs/{eli_job(a)}/cancel", MANAGE),
+    Case(
+        "cancel by filter, own jobs",
+        "POST",
+        fixed("/jobs/cancel"),
+        ANYONE,
+        lambda a: {"budget": "segmentation", "dry_run": True},
+    ),
+    Case(
+        "cancel eli's jobs by filter",
+        "POST",
+        fixed("/jobs/cancel"),
+        row(401, 401, 200, 403, 403, 403, 403, 200),
+        lambda a: {"user": "eli", "dry_run": True},
+    ),
     Case("job logs", "GET", lambda a: f"/jobs/{eli_job(a)}/logs", VIEW),
     Case("why", "GET", lambda a: f"/jobs/{eli_job(a)}/why", VIEW),
     Case("request session", "POST", fixed("/sessions"), SUBMIT, lambda a: {"budget": "segmentation", "gpus": 1}),
@@ -173,6 +187,7 @@ def test_every_route_is_in_the_matrix(api: Api) -> None:
         ("GET", "/jobs/history"),
         ("GET", "/jobs/{job_id}"),
         ("POST", "/jobs/{job_id}/cancel"),
+        ("POST", "/jobs/cancel"),
         ("GET", "/jobs/{job_id}/logs"),
         ("GET", "/jobs/{job_id}/why"),
         ("POST", "/sessions"),

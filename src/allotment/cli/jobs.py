@@ -1,8 +1,8 @@
-"""`allot submit | run | session | queue | status | why | logs | cancel` (and `history`, from `cli.history`): the job
-commands, all through the SDK.
+"""`allot submit | run | session | queue | status | why | logs` (and `history`, from `cli.history`): the job
+commands, all through the SDK (`cancel`, `update` and `requeue` are in `cli.jobcontrol`).
 
 Owns: each command's options, building the quick-form spec of `allot run` (the argv after `--` kept verbatim) and
-the session request of `allot session`, waiting with a spinner, following logs, and paginating the queue.
+the session request of `allot session` (its wait: `cli.session_wait`), following logs, and paginating the queue.
 
 Must not: talk HTTP itself (the SDK does), validate specs (the server does, with lines) or render tables (`render`).
 """
@@ -19,8 +19,8 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from allotment.cli import render
-from allotment.cli.common import EXIT_API, JsonOption, api_call, client, dump, err, fail, out, read_text
+from allotment.cli import render, session_wait
+from allotment.cli.common import EXIT_API, JsonOption, api_call, client, dump, fail, out, read_text
 from allotment.core.jobstate import FINAL
 from allotment.sdk import Client
 from allotment.sdk import models as m
@@ -187,17 +187,7 @@ def session(
         job_id, started = requested.job.id, time.monotonic()
         current = requested
         if wait and not requested.ready:
-            with err.status(f"waiting for session {job_id} ({gpus} GPUs from {budget})…") as spinner:
-
-                def progress(s: m.Session) -> None:
-                    spinner.update(f"session {job_id}: {s.job.state}, {escape(s.job.state_reason)} "
-                                   f"[dim]({time.monotonic() - started:.0f}s)[/dim]")  # fmt: skip
-
-                try:
-                    current = api.wait_session(job_id, timeout=timeout, on_poll=progress)
-                except TimeoutError as error:
-                    err.print(f"[yellow]![/yellow] {error}; it stays queued: allot why {job_id}")
-                    raise typer.Exit(code=EXIT_API) from None
+            current = session_wait.wait(api, requested, timeout=timeout)
     if as_json:
         dump(current)
         return
@@ -353,21 +343,6 @@ def logs(
             raise typer.Exit(code=0) from None
 
 
-def cancel(
-    jobs: Annotated[list[str], typer.Argument(help="One or more job ids (sessions too: this releases them).")],
-    as_json: JsonOption = False,
-) -> None:
-    """Ask the scheduler to cancel jobs (running ones get SIGTERM and their grace)."""
-    done: list[m.JobSummary] = []
-    with api_call(), client() as api:
-        for job_id in jobs:
-            done.append(api.cancel(job_id))
-            if not as_json:
-                out.print(f"[green]✓[/green] cancel requested for {job_id} ({done[-1].state})")
-    if as_json:
-        dump(done)
-
-
 def register(app: typer.Typer) -> None:
     from allotment.cli.history import history
 
@@ -378,5 +353,4 @@ def register(app: typer.Typer) -> None:
     app.command("status")(status)
     app.command("why")(why)
     app.command("logs")(logs)
-    app.command("cancel")(cancel)
     app.command("history")(history)

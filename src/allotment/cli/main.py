@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 
 from allotment.cli import admin as admin_commands
+from allotment.cli import jobcontrol as jobcontrol_commands
 from allotment.cli import jobs as jobs_commands
 from allotment.cli import manage as manage_commands
 from allotment.cli import simulate as simulate_commands
@@ -36,7 +37,8 @@ app = typer.Typer(
 )
 config_app = typer.Typer(help="Work with Allotment configuration files.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
-jobs_commands.register(app)  # submit, run, session, queue, status, why, logs, cancel
+jobs_commands.register(app)  # submit, run, session, queue, status, why, logs, history
+jobcontrol_commands.register(app)  # cancel (by id or filter)
 manage_commands.register(app)  # budget …, node …, login, whoami, usage
 simulate_commands.register(app)  # simulate (issue 6)
 admin_commands.register(app)  # admin token (the first administrator's token, on the server's host)

@@ -213,6 +213,20 @@ class Client:
     def cancel(self, job_id: str) -> m.JobSummary:
         return self._post(m.JobSummary, f"/jobs/{job_id}/cancel")
 
+    def cancel_matching(
+        self,
+        *,
+        user: str | None = None,
+        budget: str | None = None,
+        states: Sequence[str] = (),
+        name: str | None = None,
+        dry_run: bool = False,
+    ) -> m.CancelReport:
+        """Cancel every active job matching all the given filters (at least one; a non-administrator: only their
+        own jobs). `dry_run` reports the jobs and changes nothing."""
+        body = _params(user=user, budget=budget, states=list(states), name=name, dry_run=dry_run or None)
+        return self._post(m.CancelReport, "/jobs/cancel", body)
+
     def logs(
         self,
         job_id: str,

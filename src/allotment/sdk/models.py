@@ -428,3 +428,13 @@ class Problem(Model):
     field: str
     reason: str
     line: int | None = None
+
+
+class CancelReport(Model):
+    """What a cancellation by filter asked (POST /jobs/cancel)."""
+
+    jobs: list[JobSummary]
+    matched: int
+    requested: int
+    """Cancellation requests this call recorded (0 in a dry run)."""
+    dry_run: bool = False
