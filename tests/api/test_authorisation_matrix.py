@@ -143,6 +143,7 @@ CASES = [
     Case("dashboard budgets", "GET", fixed("/dashboard/budgets"), ANYONE),
     Case("dashboard burn-down", "GET", fixed("/dashboard/budgets/segmentation/burndown"), ANYONE),
     Case("dashboard charges", "GET", fixed("/dashboard/budgets/segmentation/charges"), VIEW),
+    Case("dashboard charge lines", "GET", fixed("/dashboard/budgets/segmentation/charge-lines"), VIEW),
     Case("dashboard queue", "GET", fixed("/dashboard/queue"), ANYONE),
     Case("dashboard fleet", "GET", fixed("/dashboard/fleet"), ANYONE),
 ]
@@ -210,6 +211,7 @@ def test_every_route_is_in_the_matrix(api: Api) -> None:
         ("GET", "/dashboard/budgets"),
         ("GET", "/dashboard/budgets/{name}/burndown"),
         ("GET", "/dashboard/budgets/{name}/charges"),
+        ("GET", "/dashboard/budgets/{name}/charge-lines"),
         ("GET", "/dashboard/queue"),
         ("GET", "/dashboard/fleet"),
     }

@@ -122,3 +122,70 @@ def test_a_guaranteed_gang_past_an_unfunded_slice_began_guaranteed(api: Api) -> 
     nodes = api.call("GET", "/nodes", "fay").json()
     held = [j for n in nodes for j in n["jobs"] if j["job_id"] == job]
     assert len(held) == 2 and all(j["began_as"] == "guaranteed" and j["run_class"] == "opportunistic" for j in held)
+
+    # its charges: one line for the guaranteed half hour, one at the opportunistic price since
+    for minute in range(35, 65, 5):
+        api.rig.step(t + minute * 60)
+    detail = api.call("GET", f"/jobs/{job}", "dana").json()
+    lines = [
+        (c["gpus"], c["seconds"], c["gpu_rate_micro"], c["price"], c["amount_micro"]) for c in detail["charge_lines"]
+    ]
+    assert lines == [(16, 1800, 1_000_000, 1000, -8_000_000), (16, 1800, 1_000_000, 400, -3_200_000)]
+    assert sum(c["amount_micro"] for c in detail["charges"]) == -11_200_000
+
+
+# -- charges as lines: GPUs × time × rate = credits -------------------------------------------------------------
+
+
+def test_a_runs_charges_coalesce_into_one_line_and_keep_their_memos_in_the_entries(api: Api) -> None:
+    job = api.submit("ben", "pretrain", resources={"gpus": 8, "replicas": 2}, contract={"slice": "8h"})
+    t = api.rig.clock.now()
+    api.rig.step()
+    for minute in range(5, 65, 5):  # a charge every cycle: twelve entries
+        api.rig.step(t + minute * 60)
+    detail = api.call("GET", f"/jobs/{job}", "ben").json()
+    charges = [c for c in detail["charges"] if c["kind"] == "charge"]
+    assert len(charges) == 12 and all("µ/h at 1000‰ for [" in c["memo"] for c in charges)
+    (line,) = detail["charge_lines"]
+    assert (line["start"], line["end"], line["gpus"], line["seconds"]) == (t, t + 3600, 16, 3600)
+    assert (line["gpu_rate_micro"], line["price"], line["amount_micro"], line["entries"]) == (
+        1_000_000,
+        1000,
+        -16_000_000,
+        12,
+    )
+    assert line["memo"] is None and line["run_id"] == detail["runs"][0]["id"]
+
+
+def test_a_budgets_charge_lines_page_through_every_entry_newest_first(api: Api) -> None:
+    api.submit("ben", "pretrain", resources={"gpus": 8})
+    api.submit("chen", "finetune", resources={"gpus": 8})
+    t = api.rig.clock.now()
+    api.rig.step()
+    for minute in range(5, 35, 5):
+        api.rig.step(t + minute * 60)
+    whole = api.call("GET", "/dashboard/budgets/language/charge-lines", "ben").json()
+    assert whole["next_cursor"] is None
+    kinds = sorted((c["budget"], c["kind"], c["entries"]) for c in whole["items"])
+    assert kinds == [
+        ("finetune", "allocation", 1),
+        ("finetune", "charge", 6),
+        ("pretrain", "allocation", 1),
+        ("pretrain", "charge", 6),
+    ]
+    assert [c["last_id"] for c in whole["items"]] == sorted((c["last_id"] for c in whole["items"]), reverse=True)
+    entries = api.call("GET", "/dashboard/budgets/language/charges?limit=500", "ben").json()["items"]
+    pages: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        page = api.call(
+            "GET", "/dashboard/budgets/language/charge-lines?limit=4" + (f"&cursor={cursor}" if cursor else ""), "ben"
+        ).json()
+        pages += page["items"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert sum(c["entries"] for c in pages) == len(entries)  # nothing skipped or repeated across pages
+    assert sum(c["amount_micro"] for c in pages) == sum(e["amount_micro"] for e in entries)
+    assert api.call("GET", "/dashboard/budgets/language/charge-lines", "dana").status_code == 403
+    assert api.call("GET", "/dashboard/budgets/language/charge-lines?cursor=x", "ben").status_code == 400

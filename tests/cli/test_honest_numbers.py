@@ -121,3 +121,22 @@ def test_status_gives_one_slice_end_and_the_class_a_run_began_as(allot: Allot, t
     assert f"{lapsed} (dana/detection, 8 guaranteed, past its slice)" in allot("fay", "node", "list").stdout
     allot("dana", "cancel", lapsed)
     wait_for(lambda: allot.json("dana", "status", lapsed)["state"] == "cancelled", f"{lapsed} to end")
+
+
+def test_charges_read_as_gpus_times_time_times_rate_with_raw_memos_only_in_json(allot: Allot) -> None:
+    job = spend(allot.live, "eli", "segmentation", gpus=8, charges=3)
+    detail = allot.json("eli", "status", job)
+    pieces = [c for c in detail["charges"] if c["kind"] == "charge"]
+    assert len(pieces) >= 3 and all("µ/h at 1000‰" in c["memo"] for c in pieces)
+    (line,) = detail["charge_lines"]
+    assert line["entries"] == len(pieces) and line["gpus"] == 8 and line["memo"] is None
+    assert line["amount_micro"] == sum(c["amount_micro"] for c in pieces)
+    assert line["seconds"] == line["end"] - line["start"] > 0
+    shown = allot("eli", "status", job).stdout
+    charges = shown.split("Charges", 1)[1]
+    assert "8 GPUs × " in charges and "1.00 credits/GPU-h = " in charges and "µ/h" not in shown
+    listed = allot("eli", "budget", "charges", "segmentation").stdout
+    assert "8 GPUs × " in listed and "allocation" in listed and "µ/h" not in listed
+    page = allot.json("eli", "budget", "charges", "segmentation")
+    assert {c["kind"] for c in page["items"]} == {"allocation", "charge"} and page["next_cursor"] is None
+    assert "may not see" in allot("ben", "budget", "charges", "segmentation", code=4).stderr

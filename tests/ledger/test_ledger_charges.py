@@ -22,6 +22,7 @@ from allotment.ledger import (
     run_id,
     run_rate,
 )
+from allotment.ledger.charges import Piece, charge_memo, read_charge_memo
 
 from .conftest import B200, H100, T0
 
@@ -125,3 +126,10 @@ def test_refund_gives_back_everything_and_charges_infrastructure() -> None:
     assert refund("detect", "j1.0", 0, job_id="j1", at=T0, period_id="p", reason="forced-drain") == ()
     with pytest.raises(ValueError):
         refund("detect", "j1.0", -1, job_id="j1", at=T0, period_id="p", reason="x")
+
+
+def test_a_charge_memo_reads_back_as_the_piece_it_names() -> None:
+    piece = Piece(16_000_000, 1000, 1_796_129_622, 1_796_129_627)
+    assert charge_memo(piece) == "16000000 µ/h at 1000‰ for [1796129622, 1796129627)"
+    assert read_charge_memo(charge_memo(piece)) == piece
+    assert read_charge_memo("node lost") is None

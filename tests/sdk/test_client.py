@@ -213,11 +213,14 @@ def test_models_mirror_the_api_views() -> None:
         views.UsageReport: models.UsageReport, views.TokenView: models.Token, views.NewToken: models.NewToken,
         views.Me: models.Me, views.RunOutlook: models.RunOutlook, views.HistoryEntry: models.HistoryEntry,
         views.HistoryPage: models.HistoryPage,
-        views.SessionRoomView: models.SessionRoom,
+        views.SessionRoomView: models.SessionRoom, views.ChargeLine: models.ChargeLine,
     }  # fmt: skip
     published = {v for v in vars(views).values() if isinstance(v, type) and issubclass(v, views.View)}
     assert published - {views.View} == set(pairs)
+    from allotment.service.charges import ChargeLinePage
+
     pairs |= {
+        ChargeLinePage: models.ChargeLinePage,
         dashboard_views.QueuedJob: models.QueuedJob,
         dashboard_views.QueuePage: models.QueuePage,
     }  # GET /jobs/queue

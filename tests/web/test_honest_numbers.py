@@ -70,3 +70,18 @@ def test_a_run_past_an_unrenewed_slice_shows_it_began_guaranteed(dashboard: Dash
     expect(cell).to_contain_text("guaranteed; opportunistic since")
     expect(page.locator("td.slice-end").first).to_contain_text("not renewed")
     dashboard.api("eli", "POST", f"/jobs/{job}/cancel")
+
+
+def test_charges_read_as_gpus_times_time_times_rate(dashboard: Dashboard) -> None:
+    job = spend(dashboard.live, "ben", "pretrain", gpus=8, charges=3)
+    page = dashboard.login("ben", "/budgets/pretrain")
+    line = page.locator("#charges tr.charge-line[data-kind='charge']")
+    expect(line).to_have_count(1)
+    expect(line).to_contain_text(job)
+    expect(line.locator("td.formula")).to_contain_text("8 GPUs × ")
+    entries = int(line.get_attribute("data-entries") or "0")
+    assert entries >= 3
+    expect(page.locator("#charges")).not_to_contain_text("µ/h")
+    dashboard.open(f"/jobs/{job}")
+    expect(page.locator("#job-charges td.formula")).to_contain_text("credits/GPU-h = ")
+    expect(page.locator("#job")).not_to_contain_text("µ/h")

@@ -59,6 +59,26 @@ def budget_show(
         out.print(render.budget_detail(detail))
 
 
+@budget_app.command("charges")
+def budget_charges(
+    name: Annotated[str, typer.Argument(help="The budget (its subtree's charges).")],
+    limit: Annotated[int, typer.Option("--limit", min=1, max=10_000, help="Ledger entries to read.")] = 2000,
+    cursor: Annotated[
+        str | None, typer.Option("--cursor", help="Continue from an earlier answer's next_cursor.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The budget's charges, newest first, as lines: GPUs × time × rate = credits (raw ledger memos in --json)."""
+    with api_call(), client() as api:
+        page = api.charge_lines(name, limit=limit, cursor=cursor)
+    if as_json:
+        dump(page)
+        return
+    out.print(render.charge_lines_table(page.items, f"Charges of {name} (newest first)", budget_column=True))
+    if page.next_cursor:
+        out.print(f"[dim]older: allot budget charges {name} --cursor {page.next_cursor}[/dim]")
+
+
 @plan_app.command("diff")
 def plan_diff(
     path: Annotated[Path, typer.Argument(help="The budget plan (YAML; docs/api.md, 'Budget plans').")],

@@ -283,13 +283,39 @@ def runs_table(job: m.JobDetail) -> Table:
     return table
 
 
-def charges_table(job: m.JobDetail) -> Table:
-    table = Table(title=f"Charges (net {credits(job.charged_micro, 4)} credits)", title_justify="left")
-    for column in ("at", "kind", "budget", "credits", "period", "memo"):
+def charge_formula(line: m.ChargeLine) -> str:
+    """A charge line as GPUs × time × rate (× price, when not full) = credits; other entries by their kind."""
+    amount = credits(-line.amount_micro if line.kind == "charge" else line.amount_micro, 4)
+    if line.seconds is None or line.gpus is None or line.gpu_rate_micro is None or line.price is None:
+        return f"{line.kind} {amount} credits" + (f" ({line.memo})" if line.memo and line.kind != "charge" else "")
+    price = "" if line.price == 1000 else f" × {line.price / 10:g} %"
+    return (
+        f"{line.gpus} GPUs × {ago(line.seconds)} × {credits(line.gpu_rate_micro)} credits/GPU-h{price} = "
+        f"{amount} credits"
+    )
+
+
+def charge_lines_table(lines: Sequence[m.ChargeLine], title: str, *, budget_column: bool = False) -> Table:
+    """Charge lines: when, for which run, and GPUs × time × rate = credits (the raw memos are in --json)."""
+    table = Table(title=title, title_justify="left")
+    columns = ["from", "to", *(["budget"] if budget_column else []), "run", "charged", "credits"]
+    for column in columns:
         table.add_column(column, justify="right" if column == "credits" else "left")
-    for c in job.charges:
-        table.add_row(clock(c.at), c.kind, c.budget, credits(c.amount_micro, 4), c.period, escape(c.memo))
+    for line in lines:
+        row = [
+            clock(line.start) if line.start is not None else "—",
+            clock(line.end),
+            *([line.budget] if budget_column else []),
+            line.run_id or "—",
+            escape(charge_formula(line)),
+            credits(line.amount_micro, 4),
+        ]
+        table.add_row(*row)
     return table
+
+
+def charges_table(job: m.JobDetail) -> Table:
+    return charge_lines_table(job.charge_lines, f"Charges (net {credits(job.charged_micro, 4)} credits)")
 
 
 def print_status(console: Console, job: m.JobDetail) -> None:
@@ -297,7 +323,7 @@ def print_status(console: Console, job: m.JobDetail) -> None:
     console.print(history_table(job))
     if job.runs:
         console.print(runs_table(job))
-    if job.charges:
+    if job.charge_lines:
         console.print(charges_table(job))
 
 

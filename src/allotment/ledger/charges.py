@@ -1,8 +1,8 @@
 """Charge accrual and refund rules for runs.
 
 Owns: the full-price rate of a placement, the price of a run class, the charge of a run up to an instant
-(exact: pieces of one price segment always sum to the cost of the whole segment) and the refund of a run
-lost through the fleet's fault.
+(exact: pieces of one price segment always sum to the cost of the whole segment), the memo a charge carries and
+how it is read back (`charge_memo`, `read_charge_memo`), and the refund of a run lost through the fleet's fault.
 
 Must not: read a clock or a database. The store keeps each run's meter (rate, price, price_since,
 charged_until) and advances it in the same transaction that posts the entry this module computes.
@@ -10,6 +10,7 @@ charged_until) and advances it in the same transaction that posts the entry this
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
@@ -74,9 +75,37 @@ def accrue(meter: Meter, until: Seconds, period_id: str) -> tuple[Entry | None, 
         period_id=period_id,
         job_id=meter.job_id,
         run_id=meter.run_id,
-        memo=f"{meter.rate} µ/h at {meter.price}‰ for [{meter.charged_until}, {until})",
+        memo=charge_memo(Piece(meter.rate, meter.price, meter.charged_until, until)),
     )
     return entry, advanced
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """What one charge entry paid for: `rate` credit-microunits per hour at full price, at `price` per mille, over
+    [start, end)."""
+
+    rate: Micro
+    price: int
+    start: Seconds
+    end: Seconds
+
+
+_MEMO = re.compile(r"(\d+) µ/h at (\d+)‰ for \[(-?\d+), (-?\d+)\)")
+
+
+def charge_memo(piece: Piece) -> str:
+    """The memo of a charge entry (the ledger's raw record of what it paid for)."""
+    return f"{piece.rate} µ/h at {piece.price}‰ for [{piece.start}, {piece.end})"
+
+
+def read_charge_memo(memo: str) -> Piece | None:
+    """The piece a charge memo names; None for any other memo (refunds, the infrastructure's mirrored charges)."""
+    found = _MEMO.fullmatch(memo)
+    if found is None:
+        return None
+    rate, price, start, end = (int(g) for g in found.groups())
+    return Piece(rate, price, start, end)
 
 
 def reprice(meter: Meter, price: int, at: Seconds) -> Meter:

@@ -365,6 +365,11 @@ class Client:
     def nodes(self, *, cluster: str | None = None, state: str | None = None) -> list[m.Node]:
         return NODES.validate_python(self.request("GET", "/nodes", params=_params(cluster=cluster, state=state)))
 
+    def charge_lines(self, budget: str, *, limit: int | None = None, cursor: str | None = None) -> m.ChargeLinePage:
+        """The budget subtree's ledger entries coalesced into lines (GPUs × time × rate × price = credits), newest
+        first; `limit` ledger entries a page, `cursor` continues."""
+        return self._get(m.ChargeLinePage, f"/dashboard/budgets/{budget}/charge-lines", limit=limit, cursor=cursor)
+
     def fleet(self, *, cluster: str | None = None) -> m.FleetMap:
         """The fleet map's clusters with their GPUs in use and session rooms."""
         return self._get(m.FleetMap, "/dashboard/fleet", cluster=cluster)

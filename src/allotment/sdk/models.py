@@ -91,6 +91,32 @@ class Charge(Model):
     memo: str = ""
 
 
+class ChargeLine(Model):
+    """Consecutive charges of one run coalesced: GPUs × time × rate × price = credits; other entries one a line."""
+
+    kind: str
+    budget: str
+    period: str
+    job_id: str | None = None
+    run_id: str | None = None
+    start: int | None = None
+    end: int
+    gpus: int | None = None
+    seconds: int | None = None
+    gpu_rate_micro: int | None = None
+    price: int | None = None
+    amount_micro: int
+    entries: int = 1
+    first_id: int
+    last_id: int
+    memo: str | None = None
+
+
+class ChargeLinePage(Model):
+    items: list[ChargeLine]
+    next_cursor: str | None = None
+
+
 class JobDetail(JobSummary):
     command: list[str]
     env: dict[str, str] = Field(default_factory=dict)
@@ -108,6 +134,7 @@ class JobDetail(JobSummary):
     runs: list[Run] = Field(default_factory=list)
     slices: list[Slice] = Field(default_factory=list)
     charges: list[Charge] = Field(default_factory=list)
+    charge_lines: list[ChargeLine] = Field(default_factory=list)
     charged_micro: int = 0
     cpus: int = 0
     """CPUs per replica (0: no request)."""

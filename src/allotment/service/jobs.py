@@ -26,6 +26,7 @@ from allotment.core.model import ContractClass, JobKind, PolicyConfig
 from allotment.executors.accounts import NoAccount
 from allotment.ledger import INFRASTRUCTURE, EntryKind
 from allotment.service import cursors
+from allotment.service.charges import charge_lines
 from allotment.service.context import Context
 from allotment.service.errors import (
     Conflict,
@@ -53,6 +54,7 @@ from allotment.service.yamlinput import Document
 from allotment.store.db import reading
 from allotment.store.jobs import NewJob, Submission, request_cancel, submit_many
 from allotment.store.records import FINAL_STATES, JOB_STATES, job_events
+from allotment.store.statements import gpus_of
 from allotment.store.tables import ClusterRow, JobRow, LedgerEntryRow, RunRow, SliceRow
 
 MAX_PAGE = 500
@@ -351,6 +353,7 @@ def _as_detail(
             )
             for e in entries
         ],
+        charge_lines=charge_lines(entries, {r.id: gpus_of(r.placement) for r in runs}),
         charged_micro=-sum(e.amount_micro for e in entries if e.budget == row.budget and e.kind in spent),
     )
 

@@ -87,6 +87,34 @@ class ChargeView(View):
     memo: str
 
 
+class ChargeLine(View):
+    """Consecutive charges of one run at one rate and price, coalesced: GPUs × time × rate × price = credits
+    (service/charges.py). Any other entry (allocation, refund, adjustment, carry-over) is a line of its own."""
+
+    kind: str
+    budget: str
+    period: str
+    job_id: str | None
+    run_id: str | None
+    start: int | None
+    """The first charged second (charges only)."""
+    end: int
+    """The last entry's time: for charges, the end of what was charged."""
+    gpus: int | None
+    seconds: int | None
+    gpu_rate_micro: int | None
+    """Credit-microunits per GPU-hour at full price (the run's rate over its GPUs)."""
+    price: int | None
+    """Per mille of the full price (1000: guaranteed work)."""
+    amount_micro: int
+    """The sum of the line's entries, exactly as posted (signed as in the ledger: charges negative)."""
+    entries: int
+    first_id: int
+    last_id: int
+    memo: str | None
+    """The raw memo of a one-entry line; coalesced lines leave it out (the entries keep theirs)."""
+
+
 class JobDetail(JobSummary):
     command: list[str]
     env: dict[str, str]
@@ -104,6 +132,9 @@ class JobDetail(JobSummary):
     runs: list[RunView]
     slices: list[SliceView]
     charges: list[ChargeView]
+    """Every ledger entry of the job, with its raw memo."""
+    charge_lines: list[ChargeLine]
+    """The same entries coalesced into lines, oldest first."""
     charged_micro: int
     """Net credit-microunits this job cost its budget (charges less refunds)."""
     cpus: int = 0

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Query
 from allotment.api.auth import Caller, Ctx
 from allotment.api.errors import ERROR_RESPONSES
 from allotment.api.routers.budgets import OneRateWindow
+from allotment.service import charges as charge_lines
 from allotment.service import dashboard, fleetmap, queueview
 from allotment.service.dashboard_views import BudgetPaces, BurnDown, ChargePage, FleetMap, Overview, QueuePage
 from allotment.service.jobs import MAX_PAGE
@@ -54,6 +55,21 @@ def charges(
 ) -> ChargePage:
     """Ledger entries of the budget's subtree, newest first (members, leads above, operators, administrators)."""
     return dashboard.charges(ctx, caller, name, limit=limit, cursor=cursor)
+
+
+@router.get("/budgets/{name}/charge-lines", response_model=charge_lines.ChargeLinePage)
+def budget_charge_lines(
+    name: str,
+    ctx: Ctx,
+    caller: Caller,
+    limit: Annotated[int, Query(ge=1, le=charge_lines.MAX_SCAN, description="Ledger entries read")] = (
+        charge_lines.DEFAULT_SCAN
+    ),
+    cursor: str | None = None,
+) -> charge_lines.ChargeLinePage:
+    """The subtree's ledger entries coalesced into lines (GPUs × time × rate × price = credits), newest first,
+    from up to `limit` entries a page (members, leads above, operators, administrators)."""
+    return charge_lines.budget_charge_lines(ctx, caller, name, limit=limit, cursor=cursor)
 
 
 @router.get("/queue", response_model=QueuePage)

@@ -14,6 +14,26 @@ function runsOutCell(f, now) {
   return h("td", { class: `runs-out ${f.outcome}`, "data-outcome": f.outcome, "data-runs-out-at": f.runs_out_at ?? "" }, runsOut(f, now));
 }
 
+// ---- charge lines (service/charges.py: consecutive charges of a run coalesced; raw memos only in the API) -------
+function chargeFormula(c) {
+  const amount = credits(c.kind === "charge" ? -c.amount_micro : c.amount_micro);
+  if (c.seconds === null || c.gpus === null || c.gpu_rate_micro === null || c.price === null) {
+    return c.kind === "charge" ? `charge ${amount} credits` : `${c.kind} ${amount} credits${c.memo ? ` (${c.memo})` : ""}`;
+  }
+  const price = c.price === 1000 ? "" : ` × ${c.price / 10} %`;
+  return `${c.gpus} GPUs × ${span(c.seconds)} × ${credits(c.gpu_rate_micro)} credits/GPU-h${price} = ${amount} credits`;
+}
+
+function chargeLinesTable(lines, withBudget) {
+  const heads = ["From", "To", ...(withBudget ? ["Budget"] : []), "Job", "Charged", "Credits"];
+  return table(heads, lines.map((c) => h("tr", { class: "charge-line", "data-kind": c.kind, "data-entries": c.entries },
+    h("td", {}, c.start === null ? "—" : when(c.start)), h("td", {}, when(c.end)),
+    withBudget ? h("td", {}, c.budget) : null,
+    h("td", {}, c.job_id ? jobLink(c.job_id) : "—"),
+    h("td", { class: "formula" }, chargeFormula(c)),
+    h("td", { class: `num ${c.amount_micro < 0 ? "neg" : "pos"}` }, credits(c.amount_micro)))));
+}
+
 // ---- overview -------------------------------------------------------------------------------------------------
 function bar(used, total, extra = 0) {
   const u = total ? (100 * used) / total : 0;
@@ -142,10 +162,7 @@ async function budgetPage(name) {
   let charges;
   try {
     const [page, p] = await pagedCharges(name);
-    charges = h("div", {}, table(["When", "Budget", "Kind", "Credits", "Job", "Memo"], page.items.map((c) => h("tr", {},
-      h("td", {}, when(c.at)), h("td", {}, c.budget), h("td", {}, c.kind),
-      h("td", { class: `num ${c.amount_micro < 0 ? "neg" : "pos"}` }, credits(c.amount_micro)),
-      h("td", {}, c.job_id ? jobLink(c.job_id) : "—"), h("td", { class: "small" }, c.memo))), { id: "charges" }), p);
+    charges = h("div", { id: "charges" }, chargeLinesTable(page.items, true), p);
   } catch (e) {
     if (e.status !== 403) throw e;
     charges = h("p", { class: "muted", id: "charges" }, "Charges are visible to the budget's members, its leads, operators and administrators.");
@@ -175,7 +192,7 @@ async function budgetPage(name) {
 
 async function pagedCharges(name) {
   const key = `charges:${name}`;
-  const page = await api(`/dashboard/budgets/${encodeURIComponent(name)}/charges${query({ limit: 20, cursor: state.cursors[key] })}`);
+  const page = await api(`/dashboard/budgets/${encodeURIComponent(name)}/charge-lines${query({ limit: 500, cursor: state.cursors[key] })}`);
   return [page, pager(key, page.next_cursor)];
 }
 
@@ -372,8 +389,7 @@ async function jobPage(id) {
       h("td", { class: "slice-end" }, r.slice_end ? `${when(r.slice_end)}${r.renewals ? `, renewed ${r.renewals}×` : ""}${r.began_as !== r.run_class ? ", not renewed" : ""}` : "—"),
       h("td", { class: "num" }, r.exit_code ?? "—"), h("td", {}, r.end_reason || r.preempt_reason || "")))),
     h("h2", {}, `Charges (net ${credits(job.charged_micro)} credits)`),
-    table(["When", "Budget", "Kind", "Credits", "Memo"], job.charges.map((c) => h("tr", {},
-      h("td", {}, when(c.at)), h("td", {}, c.budget), h("td", {}, c.kind), h("td", { class: "num" }, credits(c.amount_micro)), h("td", { class: "small" }, c.memo)))),
+    h("div", { id: "job-charges" }, chargeLinesTable(job.charge_lines, false)),
     h("h2", {}, "Output"), replicaChoice, logs, more);
 }
 
