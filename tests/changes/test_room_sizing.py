@@ -33,10 +33,42 @@ def _statistic(snap: Snapshot, levels: list[tuple[int, int]], start: int = 0) ->
 def test_what_sessions_hold_and_ask_for_is_the_demand_of_their_cluster() -> None:
     w = _world()
     w.running("s1", "red", {"a-h100-00": 3}, kind=JobKind.SESSION)
-    w.session("s2", "red", gpus=8, user="bob")
+    w.session("s2", "red", gpus=8, user="bob")  # may run anywhere: counted where it would start, on a
     w.session("s3", "red", gpus=2, user="carol", clusters=("b",))
     sample = demand_sample(w.snapshot())
-    assert sample == {"a": (3 + 8, 8), "b": (8 + 2, 8)}
+    assert sample == {"a": (3 + 8, 8), "b": (2, 2)}
+
+
+def _mixed() -> World:
+    """Cluster a: H100 (1 credit an hour); cluster b: B200 (1.6); cluster c: H100."""
+    w = World().cluster("a", nodes=1).cluster("b", nodes=1, gpu_type="B200").cluster("c", nodes=1).budget("red")
+    return w.policy(default_headroom=2)
+
+
+@pytest.mark.parametrize(
+    ("name", "asks", "where"),
+    [
+        ("naming nothing, the cheapest type first, then the cluster's name", {}, "a"),
+        ("the GPU type it names", {"gpu_types": ("B200",)}, "b"),
+        ("the first of the types it lists", {"gpu_types": ("B200", "H100")}, "b"),
+        ("the first of the clusters it lists", {"clusters": ("c", "a")}, "c"),
+        ("a cheaper type before a cluster listed first", {"clusters": ("b", "c")}, "c"),
+    ],
+)
+def test_a_waiting_session_is_demand_once_where_it_would_start(name: str, asks: dict[str, object], where: str) -> None:
+    # rule `room-where-sessions-start`: the pool order placement uses (placement.pool_preference)
+    w = _mixed()
+    w.session("s", "red", gpus=4, **asks)
+    sample = demand_sample(w.snapshot())
+    assert sample == {c: ((4, 4) if c == where else (0, 0)) for c in "abc"}, name
+
+
+def test_every_waiting_sessions_gpus_are_counted_exactly_once() -> None:
+    w = _mixed()
+    for i, asks in enumerate([{}, {"gpu_types": ("B200",)}, {"clusters": ("c",)}, {}, {"clusters": ("b", "c")}]):
+        w.session(f"s{i}", "red", gpus=i + 1, user=f"u{i}", **asks)
+    sample = demand_sample(w.snapshot())
+    assert sum(level for level, _ in sample.values()) == 1 + 2 + 3 + 4 + 5
 
 
 def test_a_session_over_its_owners_limit_is_not_demand() -> None:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from allotment.core.model import JobKind, PolicyConfig, Seconds, SessionRoom, Snapshot
+from allotment.core.placement import allows, pool_preference
 
 DEMAND_KEY = "session_demand"
 ROOM_KEY = "session_room"
@@ -54,12 +55,12 @@ class RoomSize:
 
 def demand_sample(snap: Snapshot) -> Sample:
     """Session demand as of the snapshot, per cluster: GPUs held by running sessions there, plus pending sessions
-    within their owner's session count (each counted on every cluster it may run on), and the largest session's
-    GPUs on one node."""
+    within their owner's session count, each counted once, on the cluster of the pool it prefers (rule
+    `room-where-sessions-start`: placement.pool_preference, the order it would be placed in), and the largest
+    session's GPUs on one node. Counted on every cluster it may run on, a session that may run anywhere made every
+    cluster keep room for it, while it starts in one."""
     cluster_of = {n.name: n.cluster for n in snap.nodes}
-    types: dict[str, set[str]] = {}
-    for n in snap.nodes:
-        types.setdefault(n.cluster, set()).add(n.gpu_type)
+    pools = sorted({(n.cluster, n.gpu_type) for n in snap.nodes})
     gpus: dict[str, int] = {c.name: 0 for c in snap.clusters}
     shape: dict[str, int] = {c.name: 0 for c in snap.clusters}
     running: dict[str, int] = {}
@@ -77,9 +78,9 @@ def demand_sample(snap: Snapshot) -> Sample:
             continue
         if running.get(job.user, 0) >= pol.session_max_per_user or job.total_gpus > pol.session_max_gpus:
             continue  # waiting on its own limit: not demand the room could serve
-        for c, kinds in types.items():
-            if (job.clusters and c not in job.clusters) or (job.gpu_types and not kinds & set(job.gpu_types)):
-                continue
+        allowed = [p for p in pools if allows(job, p)]
+        if allowed:
+            c = min(allowed, key=pool_preference(job, snap.rates))[0]
             gpus[c] = gpus.get(c, 0) + job.total_gpus
             shape[c] = max(shape.get(c, 0), job.gpus)
     return {c: (gpus[c], shape[c]) for c in sorted(gpus)}

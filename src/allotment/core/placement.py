@@ -39,17 +39,28 @@ ClusterFilter = Callable[[str, int], bool]
 
 
 def pools_for(job: Job, capacity: Capacity, rates: Mapping[str, Micro]) -> list[Pool]:
-    """The pools the job allows, in its own preference order (the order it lists GPU types and clusters in);
-    when it names no GPU type, cheaper types come first."""
+    """The pools the job allows, in its own preference order (pool_preference)."""
+    pools = [p for p in capacity.pools if allows(job, p)]
+    pools.sort(key=pool_preference(job, rates))
+    return pools
+
+
+def allows(job: Job, pool: Pool) -> bool:
+    """Does the job allow this pool (the GPU types and clusters it names, if any)?"""
+    return (not job.gpu_types or pool[1] in job.gpu_types) and (not job.clusters or pool[0] in job.clusters)
+
+
+def pool_preference(job: Job, rates: Mapping[str, Micro]) -> Callable[[Pool], tuple[int, int, Pool]]:
+    """The sort key of a job's pools in its own preference order: the order it lists GPU types and clusters in; when
+    it names no GPU type, cheaper types come first. The session room's demand is counted where it would start by this
+    same order (changes/room.py)."""
     type_rank = {t: i for i, t in enumerate(job.gpu_types)}
     cluster_rank = {c: i for i, c in enumerate(job.clusters)}
-    pools = [
-        p
-        for p in capacity.pools
-        if (not job.gpu_types or p[1] in type_rank) and (not job.clusters or p[0] in cluster_rank)
-    ]
-    pools.sort(key=lambda p: (type_rank.get(p[1], rates.get(p[1], 0)), cluster_rank.get(p[0], 0), p))
-    return pools
+
+    def key(p: Pool) -> tuple[int, int, Pool]:
+        return (type_rank.get(p[1], rates.get(p[1], 0)), cluster_rank.get(p[0], 0), p)
+
+    return key
 
 
 def node_size(capacity: Capacity, pool: Pool) -> int:
