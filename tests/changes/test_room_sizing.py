@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -55,7 +56,7 @@ def _mixed() -> World:
         ("a cheaper type before a cluster listed first", {"clusters": ("b", "c")}, "c"),
     ],
 )
-def test_a_waiting_session_is_demand_once_where_it_would_start(name: str, asks: dict[str, object], where: str) -> None:
+def test_a_waiting_session_is_demand_once_where_it_would_start(name: str, asks: dict[str, Any], where: str) -> None:
     # rule `room-where-sessions-start`: the pool order placement uses (placement.pool_preference)
     w = _mixed()
     w.session("s", "red", gpus=4, **asks)
@@ -65,7 +66,10 @@ def test_a_waiting_session_is_demand_once_where_it_would_start(name: str, asks: 
 
 def test_every_waiting_sessions_gpus_are_counted_exactly_once() -> None:
     w = _mixed()
-    for i, asks in enumerate([{}, {"gpu_types": ("B200",)}, {"clusters": ("c",)}, {}, {"clusters": ("b", "c")}]):
+    wishes: list[dict[str, Any]] = [
+        {}, {"gpu_types": ("B200",)}, {"clusters": ("c",)}, {}, {"clusters": ("b", "c")}
+    ]  # fmt: skip
+    for i, asks in enumerate(wishes):
         w.session(f"s{i}", "red", gpus=i + 1, user=f"u{i}", **asks)
     sample = demand_sample(w.snapshot())
     assert sum(level for level, _ in sample.values()) == 1 + 2 + 3 + 4 + 5
