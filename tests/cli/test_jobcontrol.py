@@ -118,3 +118,15 @@ def test_a_waiting_session_shows_why_and_withdraws_its_request_when_interrupted(
     finally:
         allot("eli", "cancel", holder)
     wait_for(lambda: state(allot, "eli", holder) == "cancelled", "the holder to end")
+
+
+def test_queue_watch_redraws_until_its_count_and_refuses_what_cannot_be_live(allot: Allot) -> None:
+    job = run(allot, "ben", "pretrain", "watched", replicas=4)  # over pretrain's limit: it stays pending
+    try:
+        shown = allot("ben", "queue", "--mine", "--watch", "--interval", "0.5", "--count", "3").stdout
+        assert shown.count("(every 0.5s)") == 3 and shown.count("Queue (") == 3 and shown.count(job) == 3
+        assert "not with --json" in allot("ben", "queue", "--watch", "--json", code=2).stderr
+        assert "not with --json" in allot("ben", "queue", "--watch", "--state", "completed", code=2).stderr
+        assert allot("ben", "queue", "--watch", "--interval", "0.1", code=2).stderr  # below the 0.5 s floor
+    finally:
+        allot("ben", "cancel", job)

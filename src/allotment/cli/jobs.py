@@ -13,10 +13,13 @@ import os
 import re
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Group, RenderableType
+from rich.live import Live
 from rich.markup import escape
 
 from allotment.cli import render, session_wait
@@ -217,18 +220,28 @@ def queue(
             "--format", "-o", help=f"Columns, comma-separated, of: {', '.join(render.QUEUE_COLUMNS)} (squeue -o)."
         ),
     ] = None,
+    watch: Annotated[bool, typer.Option("--watch", "-w", help="Redraw until Ctrl-C (squeue -i).")] = False,
+    interval: Annotated[
+        float, typer.Option("--interval", min=0.5, max=3600, help="Seconds between redraws with --watch.")
+    ] = 2.0,
+    count: Annotated[
+        int | None, typer.Option("--count", min=1, help="With --watch: stop after this many redraws.")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """The queue as `squeue --start` shows it: running jobs, then pending ones in scheduling order (by estimated
     start, then submission) with what blocks each and its estimated start. Pages cover the pending jobs; running
     ones come on the first page. A --state of a finished job lists every matching job newest first instead (for
-    finished jobs see also `allot history`)."""
+    finished jobs see also `allot history`). --watch redraws it every --interval seconds (on a terminal in place;
+    elsewhere one table after another) until Ctrl-C or --count redraws."""
     states = set(state or ())
     columns = render.DEFAULT_QUEUE_COLUMNS if format_ is None else tuple(c.strip() for c in format_.split(","))
     unknown = [c for c in columns if c not in render.QUEUE_COLUMNS]
     if unknown or not columns:
         fail(f"--format {format_!r}: unknown column {unknown[0] if unknown else ''!r}; "
              f"choose from {', '.join(render.QUEUE_COLUMNS)}")  # fmt: skip
+    if watch and (as_json or cursor is not None or states - ACTIVE):
+        fail("--watch shows the live queue: not with --json, --cursor or a finished --state")
     with api_call(), client() as api:
         if mine:
             user = api.me().user
@@ -236,32 +249,86 @@ def queue(
             _listing(api, states=sorted(states), budget=budget, user=user, kind=kind, limit=limit, cursor=cursor,
                      all_pages=all_pages, as_json=as_json)  # fmt: skip
             return
-        wanted = [s for s in RUNNING if not states or s in states]
-        running = []
-        if wanted and cursor is None:
-            running = list(api.iter_jobs(state=wanted, budget=budget, user=user, kind=kind, page_size=500))
-            running.sort(key=lambda j: (j.updated_at, j.id))
-        pending: list[m.QueuedJob] = []
-        total, next_cursor = 0, None
-        if not states or "pending" in states:
-            page = api.pending(budget=budget, user=user, limit=limit, cursor=cursor)
-            pending, total, next_cursor = list(page.items), page.total, page.next_cursor
-            while all_pages and next_cursor is not None:
-                page = api.pending(budget=budget, user=user, limit=limit, cursor=next_cursor)
-                pending, next_cursor = pending + page.items, page.next_cursor
-        if kind is not None:
-            pending = [q for q in pending if q.kind == kind]
+        view = _ActiveQueue(api, states, budget, user, kind, limit, cursor, all_pages, columns)
+        if watch:
+            _watch(view, interval, count)
+            return
+        running, pending, total, next_cursor = view.fetch()
     if as_json:
         items = [j.model_dump(mode="json") for j in running] + [q.model_dump(mode="json") for q in pending]
         dump({"items": items, "pending_total": total, "next_cursor": next_cursor})
         return
-    if not running and not pending:
-        out.print("[dim]no jobs match[/dim]")
-        return
-    title = f"Queue ({len(running)} running, {total} pending; pending in scheduling order)"
-    out.print(render.active_table(running, pending, title=title, width=out.width, columns=columns))
-    if next_cursor:
-        out.print(f"[dim]more: allot queue --cursor {next_cursor} (or --all)[/dim]")
+    out.print(view.frame((running, pending, total, next_cursor)))
+
+
+Fetched = tuple[list[m.JobSummary], list[m.QueuedJob], int, str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class _ActiveQueue:
+    """The active queue's query and how one reading of it is drawn (once, or every redraw of --watch)."""
+
+    api: Client
+    states: set[str]
+    budget: str | None
+    user: str | None
+    kind: str | None
+    limit: int
+    cursor: str | None
+    all_pages: bool
+    columns: tuple[str, ...]
+
+    def fetch(self) -> Fetched:
+        api, budget, user, kind = self.api, self.budget, self.user, self.kind
+        wanted = [s for s in RUNNING if not self.states or s in self.states]
+        running: list[m.JobSummary] = []
+        if wanted and self.cursor is None:
+            running = list(api.iter_jobs(state=wanted, budget=budget, user=user, kind=kind, page_size=500))
+            running.sort(key=lambda j: (j.updated_at, j.id))
+        pending: list[m.QueuedJob] = []
+        total, next_cursor = 0, None
+        if not self.states or "pending" in self.states:
+            page = api.pending(budget=budget, user=user, limit=self.limit, cursor=self.cursor)
+            pending, total, next_cursor = list(page.items), page.total, page.next_cursor
+            while self.all_pages and next_cursor is not None:
+                page = api.pending(budget=budget, user=user, limit=self.limit, cursor=next_cursor)
+                pending, next_cursor = pending + page.items, page.next_cursor
+        if kind is not None:
+            pending = [q for q in pending if q.kind == kind]
+        return running, pending, total, next_cursor
+
+    def frame(self, fetched: Fetched | None = None) -> RenderableType:
+        running, pending, total, next_cursor = fetched if fetched is not None else self.fetch()
+        if not running and not pending:
+            return "[dim]no jobs match[/dim]"
+        title = f"Queue ({len(running)} running, {total} pending; pending in scheduling order)"
+        table = render.active_table(running, pending, title=title, width=out.width, columns=self.columns)
+        if not next_cursor:
+            return table
+        return Group(table, f"[dim]more: allot queue --cursor {next_cursor} (or --all)[/dim]")
+
+
+def _watch(view: _ActiveQueue, interval: float, count: int | None) -> None:
+    """Redraw the queue every `interval` seconds (Rich Live on a terminal; one frame after another elsewhere) until
+    Ctrl-C (exit 0) or `count` frames."""
+    shown = 0
+    try:
+        if out.is_terminal:
+            with Live(view.frame(), console=out, auto_refresh=False, transient=False) as live:
+                shown = 1
+                while count is None or shown < count:
+                    time.sleep(interval)
+                    live.update(view.frame(), refresh=True)
+                    shown += 1
+            return
+        while count is None or shown < count:
+            if shown:
+                time.sleep(interval)
+            out.print(f"[dim]{time.strftime('%Y-%m-%d %H:%M:%S')} (every {interval:g}s)[/dim]")
+            out.print(view.frame())
+            shown += 1
+    except KeyboardInterrupt:
+        raise typer.Exit(code=0) from None
 
 
 def _listing(
