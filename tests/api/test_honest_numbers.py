@@ -189,3 +189,27 @@ def test_a_budgets_charge_lines_page_through_every_entry_newest_first(api: Api) 
     assert sum(c["amount_micro"] for c in pages) == sum(e["amount_micro"] for e in entries)
     assert api.call("GET", "/dashboard/budgets/language/charge-lines", "dana").status_code == 403
     assert api.call("GET", "/dashboard/budgets/language/charge-lines?cursor=x", "ben").status_code == 400
+
+
+# -- capacity windows: booked, used and unused GPU-hours (the squatting signal) ----------------------------------
+
+WINDOW_START = 1_794_434_400  # 2026-11-11T22:00:00Z: nightly-detection-evals, 8 H100 for 8 hours
+
+
+def test_a_window_reports_booked_used_and_unused_gpu_seconds_per_budget(api: Api) -> None:
+    api.rig.step(WINDOW_START - 60)
+    before = api.call("GET", "/budgets/detection", "dana").json()["windows"][0]
+    assert (before["booked_gpu_seconds"], before["used_gpu_seconds"]) == (0, 0)  # not open yet: nothing booked
+    api.submit("dana", "detection", resources={"gpus": 4})
+    api.rig.step(WINDOW_START)
+    api.rig.step(WINDOW_START + 7200)
+    (window,) = api.call("GET", "/budgets/detection", "dana").json()["windows"]
+    assert window["id"] == "nightly-detection-evals"
+    booked, used = 8 * 7200, 4 * 7200  # four of its eight GPUs for two hours
+    assert (window["booked_gpu_seconds"], window["used_gpu_seconds"], window["unused_gpu_seconds"]) == (
+        booked, used, booked - used)  # fmt: skip
+    report = api.call("GET", "/reports/usage?budget=detection", "dana").json()
+    assert report["windows"] == [window]
+    everyone = api.call("GET", "/reports/usage", "ada").json()["windows"]
+    assert [w["id"] for w in everyone] == ["nightly-detection-evals"]
+    assert api.call("GET", "/reports/usage", "ben").json()["windows"] == []  # not ben's budget

@@ -7,6 +7,8 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -140,3 +142,31 @@ def test_charges_read_as_gpus_times_time_times_rate_with_raw_memos_only_in_json(
     page = allot.json("eli", "budget", "charges", "segmentation")
     assert {c["kind"] for c in page["items"]} == {"allocation", "charge"} and page["next_cursor"] is None
     assert "may not see" in allot("ben", "budget", "charges", "segmentation", code=4).stderr
+
+
+def iso(t: int) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_usage_and_budget_show_report_booked_but_unused_window_hours(allot: Allot, tmp_path: Any) -> None:
+    now = int(time.time())
+    tree = allot.json("ada", "budget", "tree")
+    allocation = Decimal(next(b for b in tree["budgets"] if b["name"] == "finetune")["allocation_micro"]) / 1_000_000
+    plan = tmp_path / "window.yaml"
+    plan.write_text(
+        f"period: {tree['period']}\nbudgets:\n  - name: finetune\n    allocation: {allocation}\nwindows:\n"
+        f"  - id: finetune-now\n    budget: finetune\n    cluster: lab\n    gpu_type: H100\n    gpus: 8\n"
+        f"    start: {iso(now - 600)}\n    end: {iso(now + 3600)}\n",
+        "utf-8",
+    )
+    allot("ada", "budget", "plan", "apply", str(plan), "--why", "a window to watch")
+    (window,) = allot.json("eli", "budget", "show", "finetune")["windows"]
+    assert window["id"] == "finetune-now" and window["booked_gpu_seconds"] >= 8 * 600
+    assert window["unused_gpu_seconds"] == window["booked_gpu_seconds"] - window["used_gpu_seconds"] >= 0
+    text = allot("eli", "budget", "show", "finetune").stdout
+    assert "finetune-now" in text and "booked" in text and "unused" in text
+    report = allot.json("eli", "usage", "--budget", "finetune")
+    assert [w["id"] for w in report["windows"]] == ["finetune-now"]
+    assert report["windows"][0]["booked_gpu_seconds"] >= window["booked_gpu_seconds"]
+    shown = allot("eli", "usage", "--budget", "finetune").stdout
+    assert "booked, used and unused GPU-hours" in shown and "finetune-now" in shown

@@ -5,7 +5,10 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
+from decimal import Decimal
 
 import pytest
 from playwright.sync_api import expect
@@ -13,6 +16,10 @@ from playwright.sync_api import expect
 from tests.sdk.live import SMALL, LiveServer, live_server, wait_for
 from tests.spending import leave_remaining, spend
 from tests.web.conftest import Dashboard
+
+
+def iso(t: int) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @pytest.fixture(scope="module")
@@ -85,3 +92,25 @@ def test_charges_read_as_gpus_times_time_times_rate(dashboard: Dashboard) -> Non
     dashboard.open(f"/jobs/{job}")
     expect(page.locator("#job-charges td.formula")).to_contain_text("credits/GPU-h = ")
     expect(page.locator("#job")).not_to_contain_text("µ/h")
+
+
+def test_a_budget_page_shows_booked_used_and_unused_window_hours(dashboard: Dashboard) -> None:
+    now = int(time.time())
+    tree = dashboard.api("ada", "GET", "/budgets").json()
+    allocation = Decimal(next(b for b in tree["budgets"] if b["name"] == "pretrain")["allocation_micro"]) / 1_000_000
+    plan = {
+        "period": tree["period"],
+        "budgets": [{"name": "pretrain", "allocation": str(allocation)}],
+        "windows": [{"id": "pretrain-now", "budget": "pretrain", "cluster": "lab", "gpu_type": "H100", "gpus": 8,
+                     "start": iso(now - 900), "end": iso(now + 3600)}],
+    }  # fmt: skip
+    applied = dashboard.api("ada", "POST", "/plans/apply", {"plan": plan, "why": "a window to watch"})
+    assert applied.status_code == 200, applied.text
+    page = dashboard.login("ben", "/budgets/pretrain")
+    row = page.locator("tr.window[data-window='pretrain-now']")
+    expect(row).to_have_count(1)
+    window = dashboard.api("ben", "GET", "/budgets/pretrain").json()["windows"][0]
+    assert window["booked_gpu_seconds"] >= 8 * 900
+    unused = int(row.get_attribute("data-unused") or "-1")
+    assert 0 <= unused <= window["unused_gpu_seconds"] + 8 * 60  # read moments apart while the window is open
+    expect(row.locator("td.unused")).not_to_have_text("")

@@ -246,6 +246,8 @@ def usage(
             render.credits(r.net_micro, 3),
         )
     out.print(table)
+    if report.windows:
+        out.print(render.windows_table(report.windows, "Capacity windows: booked, used and unused GPU-hours"))
     out.print(f"[dim]as of {time.strftime('%H:%M:%S')}[/dim]")
 
 

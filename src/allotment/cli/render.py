@@ -460,13 +460,33 @@ def budget_detail(detail: m.BudgetDetail) -> Group:
             members.add_row(mem.user, mem.role)
         parts.append(members)
     if detail.windows:
-        windows = Table(title="Capacity windows", title_justify="left")
-        for column in ("id", "pool", "GPUs", "from", "to"):
-            windows.add_column(column)
-        for w in detail.windows:
-            windows.add_row(w.id, f"{w.cluster}/{w.gpu_type}", str(w.gpus), clock(w.start), clock(w.end))
-        parts.append(windows)
+        parts.append(windows_table(detail.windows))
     return Group(*parts)
+
+
+def gpu_hours(seconds: int) -> str:
+    return f"{seconds / 3600:,.2f}"
+
+
+def windows_table(windows: Sequence[m.Window], title: str = "Capacity windows (GPU-hours so far)") -> Table:
+    """Capacity windows with what each booked, what its budget used and what stayed unused (the squatting signal)."""
+    table = Table(title=title, title_justify="left")
+    for column in ("id", "budget", "pool", "GPUs", "from", "to", "booked", "used", "unused"):
+        table.add_column(column, justify="right" if column in ("GPUs", "booked", "used", "unused") else "left")
+    for w in windows:
+        unused = Text(gpu_hours(w.unused_gpu_seconds), style="yellow" if w.unused_gpu_seconds > 0 else "")
+        table.add_row(
+            w.id,
+            w.budget,
+            f"{w.cluster}/{w.gpu_type}",
+            str(w.gpus),
+            clock(w.start),
+            clock(w.end),
+            gpu_hours(w.booked_gpu_seconds),
+            gpu_hours(w.used_gpu_seconds),
+            unused,
+        )
+    return table
 
 
 def plan_table(changes: Sequence[m.PlanChange], title: str) -> Table:

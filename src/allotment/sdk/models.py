@@ -333,6 +333,10 @@ class Window(Model):
     gpus: int
     start: int
     end: int
+    booked_gpu_seconds: int = 0
+    used_gpu_seconds: int = 0
+    unused_gpu_seconds: int = 0
+    """Booked but unused so far: the squatting signal."""
 
 
 class Forecast(Model):
@@ -419,6 +423,7 @@ class UsageRow(Model):
 class UsageReport(Model):
     periods: list[str]
     rows: list[UsageRow]
+    windows: list[Window] = Field(default_factory=list)
 
 
 class Token(Model):

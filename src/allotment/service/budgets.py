@@ -18,7 +18,8 @@ from allotment.service.context import Context
 from allotment.service.errors import NotFound
 from allotment.service.forecasts import forecasts
 from allotment.service.principal import Principal
-from allotment.service.views import BudgetDetail, BudgetNode, BudgetTree, MemberView, WindowView
+from allotment.service.views import BudgetDetail, BudgetNode, BudgetTree, MemberView
+from allotment.service.windowuse import window_views
 from allotment.store.accounts import balances, spending
 from allotment.store.db import reading
 from allotment.store.tables import BudgetRow, MembershipRow, PeriodRow, WindowRow
@@ -98,7 +99,9 @@ def show_budget(ctx: Context, principal: Principal, budget: str) -> BudgetDetail
             select(MembershipRow).where(MembershipRow.budget == budget).order_by(MembershipRow.user)
         )
         windows = session.scalars(
-            select(WindowRow).where(WindowRow.budget == budget, WindowRow.end > now).order_by(WindowRow.start)
+            select(WindowRow)
+            .where(WindowRow.budget == budget, WindowRow.end > ctx.period(now).start)
+            .order_by(WindowRow.start)
         )
         return BudgetDetail(
             period=period,
@@ -106,16 +109,5 @@ def show_budget(ctx: Context, principal: Principal, budget: str) -> BudgetDetail
             children=[n.name for n in nodes if n.parent == budget],
             forecast=forecast,
             members=[MemberView(user=m.user, role=m.role) for m in people],
-            windows=[
-                WindowView(
-                    id=w.id,
-                    budget=w.budget,
-                    cluster=w.cluster,
-                    gpu_type=w.gpu_type,
-                    gpus=w.gpus,
-                    start=w.start,
-                    end=w.end,
-                )
-                for w in windows
-            ],
+            windows=window_views(session, windows, now),
         )

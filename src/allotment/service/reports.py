@@ -1,8 +1,9 @@
 """Reports: usage by budget, period and GPU type, from the ledger and the runs.
 
 Owns: summing, per (budget, period, GPU type), the GPU-seconds runs held inside the period and the credits charged
-and refunded for them. Administrators and operators see every budget; others see the budgets they belong to and the
-subtrees they lead.
+and refunded for them; and listing the shown budgets' capacity windows overlapping the periods with their booked,
+used and unused GPU-seconds (service.windowuse). Administrators and operators see every budget; others see the
+budgets they belong to and the subtrees they lead.
 
 Must not: write anything.
 """
@@ -19,8 +20,9 @@ from allotment.service.context import Context
 from allotment.service.errors import Forbidden, NotFound
 from allotment.service.principal import Principal, budget_parents
 from allotment.service.views import UsageReport, UsageRow
+from allotment.service.windowuse import window_views
 from allotment.store.db import reading
-from allotment.store.tables import JobRow, LedgerEntryRow, NodeRow, PeriodRow, RunRow
+from allotment.store.tables import JobRow, LedgerEntryRow, NodeRow, PeriodRow, RunRow, WindowRow
 
 NO_GPU_TYPE = "-"
 
@@ -91,6 +93,10 @@ def usage(ctx: Context, principal: Principal, *, periods: Sequence[str] = (), bu
                 r["charged"] -= entry.amount_micro
             else:
                 r["refunded"] += entry.amount_micro
+        booked = session.scalars(
+            select(WindowRow).where(WindowRow.start < hi, WindowRow.end > lo).order_by(WindowRow.start, WindowRow.id)
+        )
+        windows = window_views(session, [w for w in booked if shown(w.budget)], now)
     return UsageReport(
         periods=sorted(bounds),
         rows=[
@@ -105,4 +111,5 @@ def usage(ctx: Context, principal: Principal, *, periods: Sequence[str] = (), bu
             )
             for (b, p, t), v in sorted(rows.items())
         ],
+        windows=windows,
     )

@@ -328,6 +328,12 @@ class WindowView(View):
     gpus: int
     start: int
     end: int
+    booked_gpu_seconds: int
+    """GPU-seconds the window has booked so far (its GPUs × the time it has been open, up to now)."""
+    used_gpu_seconds: int
+    """Of those, what its budget's runs held on the pool (counted up to the window's GPUs at any instant)."""
+    unused_gpu_seconds: int
+    """Booked but unused: the squatting signal (docs/policy.md §7)."""
 
 
 class ForecastView(View):
@@ -421,6 +427,8 @@ class UsageRow(View):
 class UsageReport(View):
     periods: list[str]
     rows: list[UsageRow]
+    windows: list[WindowView]
+    """Capacity windows of the shown budgets overlapping the periods, with booked, used and unused GPU-seconds."""
 
 
 class TokenView(View):

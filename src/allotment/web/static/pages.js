@@ -183,8 +183,10 @@ async function budgetPage(name) {
     burnChart(burn),
     h("div", { class: "cols" },
       h("div", {}, h("h2", {}, "Members"), table(["User", "Role"], detail.members.map((m) => h("tr", {}, h("td", {}, m.user), h("td", {}, m.role))))),
-      h("div", {}, h("h2", {}, "Capacity windows"), table(["Window", "Pool", "GPUs", "From", "To"], detail.windows.map((w) => h("tr", {},
-        h("td", {}, w.id), h("td", {}, `${w.cluster}/${w.gpu_type}`), h("td", { class: "num" }, w.gpus), h("td", {}, when(w.start)), h("td", {}, when(w.end))))))),
+      h("div", {}, h("h2", {}, "Capacity windows (GPU-hours so far)"), table(["Window", "Pool", "GPUs", "From", "To", "Booked", "Used", "Unused"], detail.windows.map((w) => h("tr", { class: "window", "data-window": w.id, "data-unused": w.unused_gpu_seconds },
+        h("td", {}, w.id), h("td", {}, `${w.cluster}/${w.gpu_type}`), h("td", { class: "num" }, w.gpus), h("td", {}, when(w.start)), h("td", {}, when(w.end)),
+        h("td", { class: "num" }, (w.booked_gpu_seconds / 3600).toFixed(2)), h("td", { class: "num" }, (w.used_gpu_seconds / 3600).toFixed(2)),
+        h("td", { class: `num unused ${w.unused_gpu_seconds > 0 ? "neg" : ""}` }, (w.unused_gpu_seconds / 3600).toFixed(2))))))),
     h("h2", {}, "Jobs"),
     jobsTable(jobs.items), jobsPager,
     h("h2", {}, "Charges"), charges);
