@@ -1,11 +1,12 @@
 """How a store's facts become the core's Snapshot: the rules every store shares when it loads one.
 
 Owns: which active jobs a snapshot holds (a pending job whose run has not ended yet is left out, a pending job whose
-cancellation was asked is left out and named for changes.decisions.cancelled_pending), a running job built from its
-open run (and built again only when one of that run's columns changed: SnapshotCache), each account's balance less
-what its open runs have accrued but not yet posted (`unposted`), and the snapshot's job order (by id, whatever order
-a database returned them in). A store reads rows (SQL, store/snapshot.py) or its own structures (store/memory) into
-the plain facts below and calls `assemble`.
+cancellation was asked is left out and named for changes.decisions.cancelled_pending, a pending job the eligibility
+gate keeps out, held for instance, is left out with the reason it waits: changes.eligibility), a running job built
+from its open run (and built again only when one of that run's columns changed: SnapshotCache), each account's
+balance less what its open runs have accrued but not yet posted (`unposted`), and the snapshot's job order (by id,
+whatever order a database returned them in). A store reads rows (SQL, store/snapshot.py) or its own structures
+(store/memory) into the plain facts below and calls `assemble`.
 
 Must not: read anything itself, or price anything (allotment.core.units does).
 """
@@ -15,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from allotment.changes.eligibility import gate
+from allotment.core.decisions import WaitReason
 from allotment.core.jobstate import JobState
 from allotment.core.model import (
     Account,
@@ -78,6 +81,12 @@ class SnapshotCache:
     it is built again only when one of those changed (a run's placement never does)."""
     cancelled_pending: list[str] = field(default_factory=list)
     """The pending jobs whose cancellation was asked, as the last load saw them (left out of the snapshot)."""
+    gated: dict[str, WaitReason] = field(default_factory=dict)
+    """The pending jobs the eligibility gate kept out of the last snapshot, with why each waits."""
+
+
+ActiveRow = tuple[str, str, bool, str | None]
+"""An active job as a snapshot needs it: (job id, state, cancellation asked, hold or None)."""
 
 
 def unposted(rate: Micro, price: int, price_since: Seconds, charged_until: Seconds, now: Seconds) -> Micro:
@@ -106,29 +115,31 @@ def assemble(
     money: Mapping[str, Micro],
     usage: Mapping[str, float],
     open_runs: Iterable[OpenRunRow],
-    active: Sequence[tuple[str, str, bool]],
+    active: Sequence[ActiveRow],
     fill: Callable[[list[str], dict[str, Job]], None],
     placement_of: Callable[[object], tuple[Allocation, ...]],
     windows: tuple[CapacityWindow, ...],
     reservations: tuple[Reservation, ...],
     keep: SnapshotCache,
 ) -> Snapshot:
-    """The snapshot as of `now` from a store's facts. `active`: (job id, state, cancellation asked) of every job in an
-    active state; `fill(ids, cache)` adds to `cache` the jobs as submitted that it does not hold yet; `money`: each
-    budget's own balance in the period; `usage`: each budget's usage decayed to `now`. `keep` is updated: the
-    running jobs as built now, the pending jobs whose cancellation was asked, and the submitted jobs still active."""
+    """The snapshot as of `now` from a store's facts. `active`: (job id, state, cancellation asked, hold) of every job
+    in an active state; `fill(ids, cache)` adds to `cache` the jobs as submitted that it does not hold yet; `money`:
+    each budget's own balance in the period; `usage`: each budget's usage decayed to `now`. `keep` is updated: the
+    running jobs as built now, the pending jobs whose cancellation was asked, those the gate kept out, and the
+    submitted jobs still active."""
     cache = keep.jobs
     runs: dict[str, OpenRunRow] = {}
     accrued: dict[str, Micro] = {}
     for r in open_runs:
         runs[r.job_id] = r
         accrued[r.job_id] = unposted(r.rate, r.price, r.price_since, r.charged_until, now)
-    fill([jid for jid, _, _ in active if jid not in cache], cache)
+    fill([a[0] for a in active if a[0] not in cache], cache)
     owed: dict[str, Micro] = {}
     jobs: list[Job] = []
     running: dict[str, tuple[tuple[object, ...], Job]] = {}
     asked: list[str] = []
-    for jid, state, cancel in sorted(active):  # by id: the order a database returns rows in is no rule
+    gated: dict[str, WaitReason] = {}
+    for jid, state, cancel, hold in sorted(active):  # by id: the order a database returns rows in is no rule
         run = runs.get(jid)
         if state == PENDING and (run is not None or cancel):
             if run is None:
@@ -137,6 +148,11 @@ def assemble(
         if state != PENDING and run is None:
             continue
         job = cache[jid]
+        if run is None:
+            kept_out = gate(job, hold)
+            if kept_out is not None:
+                gated[jid] = kept_out
+                continue
         if run is not None:
             owed[job.budget] = owed.get(job.budget, 0) + accrued[jid]
             built = keep.running.get(jid)
@@ -151,8 +167,9 @@ def assemble(
         jobs.append(job)
     keep.running = running  # runs that ended are forgotten
     keep.cancelled_pending = asked
+    keep.gated = gated
     if len(cache) > 2 * len(active) + 1000:  # forget finished jobs
-        live = {jid for jid, _, _ in active}
+        live = {a[0] for a in active}
         for jid in [j for j in cache if j not in live]:
             del cache[jid]
     shown = tuple(b for b in budgets if b.name != INFRASTRUCTURE)

@@ -129,14 +129,22 @@ def _hint_text(hints: object) -> object:
     return tuple(h[:2] for h in hints)
 
 
-def reason_changes(decisions: Decisions, now: Seconds, memo: MutableMapping[str, ReasonValues]) -> ChangeSet:
+def reason_changes(
+    decisions: Decisions,
+    now: Seconds,
+    memo: MutableMapping[str, ReasonValues],
+    gated: Mapping[str, WaitReason] | None = None,
+) -> ChangeSet:
     """Reason writing: the pending reasons that changed since they were last written (`memo`: job id → the values
-    last written, brought up to date here), and the deletion of the reasons of jobs that started.
+    last written, brought up to date here), and the deletion of the reasons of jobs that started. `gated`: the
+    pending jobs the eligibility gate kept from decide() (changes.eligibility), with their reasons, written alike.
 
     decide() hands one WaitReason object to every job of one shape and blocker, so the values are built once per
     object and shared in the memo, and each (last written, new) pair of shared values is compared once."""
     changes = ChangeSet()
-    pending = decisions.pending
+    pending: Mapping[str, WaitReason] = decisions.pending
+    if gated:
+        pending = {**pending, **gated}
     values_of: dict[int, ReasonValues] = {}
     verdicts: dict[tuple[int, int], tuple[ReasonValues | None, bool]] = {}  # holds `old`, so its id stays its own
     for job_id, reason in pending.items():

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from allotment.changes.records import ChangeSet, JobFacts, OpenRun, Rules
 from allotment.changes.steps import ReasonValues
+from allotment.core.decisions import WaitReason
 from allotment.core.model import Micro, Seconds, Snapshot
 from allotment.ledger.periods import Period
 
@@ -60,6 +61,11 @@ class CycleUnit(Protocol):
 
     def cancelled_pending(self) -> list[JobFacts]:
         """Pending jobs whose cancellation was asked."""
+        ...
+
+    def gated(self) -> Mapping[str, WaitReason]:
+        """The pending jobs the eligibility gate kept out of this transaction's snapshot, with why each waits (empty
+        before `snapshot`)."""
         ...
 
     def runs_of(self, keys: Iterable[tuple[str, int]], lock: bool) -> dict[tuple[str, int], OpenRun]:

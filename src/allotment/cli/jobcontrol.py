@@ -1,5 +1,5 @@
-"""`allot cancel` (by id, or by --user/--budget/--state/--name like scancel -u/-A/-t/-n): job control, through the
-SDK.
+"""`allot cancel` (by id, or by --user/--budget/--state/--name like scancel -u/-A/-t/-n), `allot hold` and
+`allot release` (scontrol hold/uhold/release): job control, through the SDK.
 
 Owns: each job-control command's options and how its answer is printed.
 Must not: talk HTTP itself (the SDK does), decide who may do what (the server does) or render tables (`render`).
@@ -70,5 +70,48 @@ def _print_report(report: m.CancelReport) -> None:
     out.print(render.queue_table(report.jobs, title=escape(title), width=out.width))
 
 
+def hold(
+    jobs: Annotated[list[str], typer.Argument(help="Pending job ids to hold.")],
+    kind: Annotated[
+        str | None,
+        typer.Option(
+            "--kind",
+            help="user (scontrol uhold) or admin (administrators only); default: admin for administrators, else user.",
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Hold pending jobs (scontrol hold): the scheduler does not consider them until they are released, and `allot
+    why` and `allot queue` say which hold. Only pending jobs can be held."""
+    if kind is not None and kind not in ("user", "admin"):
+        fail(f"--kind must be user or admin, not {kind!r}")
+    done: list[m.JobSummary] = []
+    with api_call(), client() as api:
+        for job_id in jobs:
+            done.append(api.hold(job_id, kind=kind))
+            if not as_json:
+                out.print(f"[green]✓[/green] {job_id} held ({done[-1].hold} hold)")
+    if as_json:
+        dump(done)
+
+
+def release(
+    jobs: Annotated[list[str], typer.Argument(help="Held job ids to release.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Release held jobs (scontrol release): the scheduler considers them again. Only an administrator releases an
+    admin hold."""
+    done: list[m.JobSummary] = []
+    with api_call(), client() as api:
+        for job_id in jobs:
+            done.append(api.release(job_id))
+            if not as_json:
+                out.print(f"[green]✓[/green] {job_id} released")
+    if as_json:
+        dump(done)
+
+
 def register(app: typer.Typer) -> None:
     app.command("cancel")(cancel)
+    app.command("hold")(hold)
+    app.command("release")(release)

@@ -96,6 +96,9 @@ def run(
     env: Annotated[list[str] | None, typer.Option("--env", "-e", help="KEY=VALUE for the job (repeat).")] = None,
     workdir: Annotated[str | None, typer.Option("--workdir", help="Working directory (default: this one).")] = None,
     no_requeue: Annotated[bool, typer.Option("--no-requeue", help="Do not requeue after a preemption.")] = False,
+    hold: Annotated[
+        bool, typer.Option("--hold", "-H", help="Submit it held (sbatch -H); `allot release JOB` lets it run.")
+    ] = False,
     request_id: Annotated[str | None, typer.Option("--request-id", help="Idempotency key.")] = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -137,6 +140,8 @@ def run(
         spec["max_runtime"] = slurm_time(time_limit)
     if image is not None:
         spec["image"] = image
+    if hold:
+        spec["hold"] = True
     with api_call(), client() as api:
         result = api.submit(spec, request_id=request_id)
     _submitted(result, as_json)

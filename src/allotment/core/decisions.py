@@ -175,6 +175,7 @@ class Blocker(StrEnum):
     SESSION_LIMIT = "session-limit"  # the user's session count, or the session is outside the session limits
     NO_POOL = "no-pool"  # no ready node of an allowed type and cluster can ever hold it
     WAITING_FOR_GRACE = "waiting-for-grace"  # GPUs are being freed for it; victims are in their grace period
+    HELD = "held"  # held by its owner or an administrator: the scheduler does not consider it (changes/eligibility)
 
 
 class HintKind(StrEnum):

@@ -12,8 +12,9 @@ Owns: the order of one cycle, its named steps, and the reconciliation after a re
                        (changes.steps.rollover_charges), then the new period opened and funded
  4. usage decay      — every budget's fair-share usage decayed to now plus what its runs held
                        (changes.steps.decay_usage)
- 5. snapshot         — the store loads the scheduling snapshot; each cluster's session room is sized from the
-                       session demand kept in the engine state (changes.room) and passed in it
+ 5. snapshot         — the store loads the scheduling snapshot (the pending jobs the eligibility gate keeps out,
+                       held ones, are left out with their reasons: changes.eligibility); each cluster's session
+                       room is sized from the session demand kept in the engine state (changes.room) and passed in it
  6. decide           — the policy's decide(snapshot, now); cancellations are decisions (core/cancellation.py)
  7. change set       — what the decisions mean (changes.decisions.decision_changes) and the pending jobs whose
                        cancellation was asked (changes.decisions.cancelled_pending)
@@ -220,7 +221,7 @@ def cycle(store: CycleStore, decide: Decide, now: Seconds) -> CycleReport:
         changes = cancelled_pending(tx.cancelled_pending(), now)
         changes += decision_changes(snap, decisions, now, rules, runs, jobs, charged, period_id)
         changes += periodic_charges(meters, changes, now, period_id, rules.accounting.charge_every)
-        changes += reason_changes(decisions, now, tx.reason_memo)
+        changes += reason_changes(decisions, now, tx.reason_memo, tx.gated())
         changes.state.update(last_cycle=now, standings=standings_json(decisions))
         changes.state.update({DEMAND_KEY: demand, ROOM_KEY: rooms_json(rooms)})
         tx.persist(changes)

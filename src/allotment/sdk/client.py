@@ -213,6 +213,15 @@ class Client:
     def cancel(self, job_id: str) -> m.JobSummary:
         return self._post(m.JobSummary, f"/jobs/{job_id}/cancel")
 
+    def hold(self, job_id: str, *, kind: str | None = None) -> m.JobSummary:
+        """Hold a pending job (the scheduler stops considering it): `kind` "user" or "admin" (administrators only);
+        None: an administrator's hold is an admin hold, anyone else's a user hold."""
+        return self._post(m.JobSummary, f"/jobs/{job_id}/hold", _params(kind=kind))
+
+    def release(self, job_id: str) -> m.JobSummary:
+        """Release a held job (an admin hold: administrators only)."""
+        return self._post(m.JobSummary, f"/jobs/{job_id}/release")
+
     def cancel_matching(
         self,
         *,

@@ -38,6 +38,8 @@ class JobSummary(Model):
     submitted_at: int
     updated_at: int
     cancel_requested_at: int | None = None
+    hold: str | None = None
+    """user or admin while the job is held (the scheduler does not consider it), else None."""
 
     @property
     def total_gpus(self) -> int:

@@ -20,6 +20,7 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from allotment.changes.eligibility import HOLD_USER
 from allotment.config.errors import Loc
 from allotment.config.limits import MAX_REQUEST_ID
 from allotment.core.model import ContractClass, JobKind, PolicyConfig
@@ -249,6 +250,7 @@ def _submission(
         request_id=key,
         cpus=spec.resources.cpus,
         memory=spec.resources.memory,
+        hold=HOLD_USER if spec.hold else None,
     )
 
 
@@ -269,6 +271,7 @@ def summary(row: JobRow | NewJob) -> JobSummary:
         submitted_at=row.submitted_at,
         updated_at=row.updated_at,
         cancel_requested_at=row.cancel_requested_at,
+        hold=row.hold,
     )
 
 

@@ -2,7 +2,7 @@
 
 Owns: the JobSpec model (name, budget, command as an argv list or a shell-like string split with shlex, image, env,
 workdir, resources {gpus, cpus and memory per replica, replicas, gpu_types, clusters}, contract {class, slice,
-fallback_opportunistic}, kind, priority, grace, max_runtime, requeue), `parse_spec` for YAML text with field, line
+fallback_opportunistic}, kind, priority, grace, max_runtime, requeue, hold), `parse_spec` for YAML text with field, line
 and reason for every problem, and `spec_from_data` for JSON. Durations are seconds or strings like 30m, 8h, 2d;
 memory is MiB or strings like 512M, 16G. Unknown keys are errors; a spec names no user: jobs always run as the
 authenticated user. An omitted slice or grace stays None here: the server's policy supplies it (service.jobs), so
@@ -150,6 +150,8 @@ class JobSpec(_Model):
     max_runtime: Duration | None = None
     requeue: StrictBool = True
     """Go back to the queue after a preemption."""
+    hold: StrictBool = False
+    """Submit it held (sbatch --hold): a user hold, released with `allot release` (service.holds)."""
 
     @field_validator("env")
     @classmethod

@@ -37,6 +37,8 @@ class JobSummary(View):
     submitted_at: int
     updated_at: int
     cancel_requested_at: int | None
+    hold: str | None = None
+    """user or admin while the job is held (scontrol hold; the scheduler does not consider it), else None."""
 
 
 class JobEvent(View):

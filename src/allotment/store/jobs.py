@@ -49,6 +49,8 @@ class Submission:
     """CPUs per replica (0: no request)."""
     memory: int = 0
     """MiB of memory per replica (0: no request)."""
+    hold: str | None = None
+    """Inserted held (user or admin; allotment.changes.eligibility), or not."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +84,7 @@ class NewJob:
     cancel_requested_at: Seconds | None
     cpus: int
     memory_mib: int
+    hold: str | None = None
 
 
 def new_job_id() -> str:
@@ -188,6 +191,7 @@ def job_values(sub: Submission, now: Seconds) -> dict[str, Any]:
         "cancel_requested_at": None,
         "cpus": sub.cpus,
         "memory_mib": sub.memory,
+        "hold": sub.hold,
     }
 
 

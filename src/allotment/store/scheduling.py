@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from allotment.changes.intents import decode
 from allotment.changes.records import Accounting, ChangeSet, JobFacts, OpenRun, Rules
 from allotment.changes.steps import ReasonValues
+from allotment.core.decisions import WaitReason
 from allotment.core.jobstate import JobState
 from allotment.core.model import Micro, PolicyConfig, Seconds, Snapshot
 from allotment.ledger.periods import Period
@@ -152,6 +153,9 @@ class SqlCycle:
         if asked is not None:  # the snapshot read every active job's state and request: no second scan
             return list(self.jobs(asked).values()) if asked else []
         return [_facts(row) for row in self.session.connection().execute(_CANCELLED_PENDING)]
+
+    def gated(self) -> Mapping[str, WaitReason]:
+        return self._snapshot_cache.gated if self._snapped else {}
 
     def runs_of(self, keys: Iterable[tuple[str, int]], lock: bool) -> dict[tuple[str, int], OpenRun]:
         wanted = set(keys)

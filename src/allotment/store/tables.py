@@ -133,6 +133,9 @@ class JobRow(Base):
     """CPUs per replica; 0: no request (decision 60)."""
     memory_mib: Mapped[int] = mapped_column(BigInteger, default=0)
     """MiB of memory per replica; 0: no request."""
+    hold: Mapped[Name | None] = mapped_column(default=None)
+    """user | admin while the job is held (scontrol hold; changes.eligibility keeps it from the scheduler); None
+    otherwise."""
 
 
 class JobEventRow(Base):

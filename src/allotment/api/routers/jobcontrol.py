@@ -1,7 +1,7 @@
-"""/jobs job control: cancel by filter (POST /jobs/cancel).
+"""/jobs job control: cancel by filter (POST /jobs/cancel), hold and release (POST /jobs/{id}/hold, /release).
 
 Owns: the HTTP shape of the job-control use cases (status codes, bodies).
-Must not: hold rules: service.jobcontrol does.
+Must not: hold rules: service.jobcontrol and service.holds do.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from fastapi import APIRouter
 
 from allotment.api.auth import Caller, Ctx
 from allotment.api.errors import ERROR_RESPONSES
-from allotment.service import jobcontrol
+from allotment.service import holds, jobcontrol
+from allotment.service.views import JobSummary
 
 router = APIRouter(prefix="/jobs", tags=["jobs"], responses=ERROR_RESPONSES)
 
@@ -21,3 +22,19 @@ def cancel_matching(body: jobcontrol.CancelFilter, ctx: Ctx, caller: Caller) -> 
     non-administrator cancels only their own jobs (naming another user is 403). `dry_run` reports and changes
     nothing. The report lists every matching job and how many requests this call recorded."""
     return jobcontrol.cancel_matching(ctx, caller, body)
+
+
+@router.post("/{job_id}/hold", response_model=JobSummary)
+def hold(job_id: str, ctx: Ctx, caller: Caller, body: holds.HoldRequest | None = None) -> JobSummary:
+    """Hold a pending job (scontrol hold): the scheduler does not consider it until it is released, and its reason
+    says which hold. `kind`: `user` (anyone who may manage the job) or `admin` (administrators only; only an
+    administrator releases it); omitted, an administrator sets an admin hold and anyone else a user hold. A job
+    that is not pending is 409."""
+    return holds.hold_job(ctx, caller, job_id, body)
+
+
+@router.post("/{job_id}/release", response_model=JobSummary)
+def release(job_id: str, ctx: Ctx, caller: Caller) -> JobSummary:
+    """Release a held job (scontrol release): it is considered again from the next cycle. An admin hold is released
+    by an administrator only (403 otherwise); releasing a pending job that is not held changes nothing."""
+    return holds.release_job(ctx, caller, job_id)

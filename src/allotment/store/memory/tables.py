@@ -92,6 +92,8 @@ class JobRec:
     attempt: int = 0
     cancel_requested_at: Seconds | None = None
     request_id: str | None = None
+    hold: str | None = None
+    """The jobs table's `hold`: user, admin, or None (changes.eligibility)."""
 
 
 @dataclass(slots=True)

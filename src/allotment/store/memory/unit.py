@@ -16,6 +16,7 @@ from allotment.changes.intents import encode
 from allotment.changes.records import ChangeSet, JobFacts, OpenRun, Rules
 from allotment.changes.snapshot import OpenRunRow, SnapshotCache, assemble
 from allotment.changes.steps import ReasonValues
+from allotment.core.decisions import WaitReason
 from allotment.core.jobstate import ACTIVE, JobState
 from allotment.core.model import Allocation, Job, Micro, Reservation, RunClass, Seconds, Snapshot
 from allotment.ledger.entries import Entry, EntryKind, run_id
@@ -198,7 +199,7 @@ class MemoryCycle:
             money={b: v for (pid, b), v in s.balances.items() if pid == period_id},
             usage={b: decayed(u, as_of, now, half_life) for b, (u, as_of) in s.usage.items()},
             open_runs=open_rows,
-            active=[(jid, rec.state, rec.cancel_requested_at is not None) for jid, rec in s.active.items()],
+            active=[(jid, rec.state, rec.cancel_requested_at is not None, rec.hold) for jid, rec in s.active.items()],
             fill=fill,
             placement_of=_placement,
             windows=tuple(w for w in s.windows.values() if w.end > now),
@@ -222,6 +223,9 @@ class MemoryCycle:
             for jid in sorted(s.active)
             if s.active[jid].state == pending and s.active[jid].cancel_requested_at is not None
         ]
+
+    def gated(self) -> Mapping[str, WaitReason]:
+        return self._keep.gated if self._snapped else {}
 
     def runs_of(self, keys: Iterable[tuple[str, int]], lock: bool) -> dict[tuple[str, int], OpenRun]:
         s = self.s
