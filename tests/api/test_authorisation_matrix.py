@@ -106,6 +106,8 @@ CASES = [
     Case("job history", "GET", fixed("/jobs/history?budget=segmentation"), ANYONE),  # filtered to what each may see
     Case("get job", "GET", lambda a: f"/jobs/{eli_job(a)}", VIEW),
     Case("cancel job", "POST", lambda a: f"/jobs/{eli_job(a)}/cancel", MANAGE),
+    Case("hold job", "POST", lambda a: f"/jobs/{eli_job(a)}/hold", MANAGE),
+    Case("release job", "POST", lambda a: f"/jobs/{eli_job(a)}/release", MANAGE),
     Case(
         "cancel by filter, own jobs",
         "POST",
@@ -188,6 +190,8 @@ def test_every_route_is_in_the_matrix(api: Api) -> None:
         ("GET", "/jobs/history"),
         ("GET", "/jobs/{job_id}"),
         ("POST", "/jobs/{job_id}/cancel"),
+        ("POST", "/jobs/{job_id}/hold"),
+        ("POST", "/jobs/{job_id}/release"),
         ("POST", "/jobs/cancel"),
         ("GET", "/jobs/{job_id}/logs"),
         ("GET", "/jobs/{job_id}/why"),
