@@ -108,6 +108,7 @@ CASES = [
     Case("cancel job", "POST", lambda a: f"/jobs/{eli_job(a)}/cancel", MANAGE),
     Case("hold job", "POST", lambda a: f"/jobs/{eli_job(a)}/hold", MANAGE),
     Case("release job", "POST", lambda a: f"/jobs/{eli_job(a)}/release", MANAGE),
+    Case("update job", "PATCH", lambda a: f"/jobs/{eli_job(a)}", MANAGE, lambda a: {"priority": 3}),
     Case(
         "cancel by filter, own jobs",
         "POST",
@@ -192,6 +193,7 @@ def test_every_route_is_in_the_matrix(api: Api) -> None:
         ("POST", "/jobs/{job_id}/cancel"),
         ("POST", "/jobs/{job_id}/hold"),
         ("POST", "/jobs/{job_id}/release"),
+        ("PATCH", "/jobs/{job_id}"),
         ("POST", "/jobs/cancel"),
         ("GET", "/jobs/{job_id}/logs"),
         ("GET", "/jobs/{job_id}/why"),

@@ -4,8 +4,9 @@ Owns: which active jobs a snapshot holds (a pending job whose run has not ended 
 cancellation was asked is left out and named for changes.decisions.cancelled_pending, a pending job the eligibility
 gate keeps out, held for instance, is left out with the reason it waits: changes.eligibility), a running job built
 from its open run (and built again only when one of that run's columns changed: SnapshotCache), each account's
-balance less what its open runs have accrued but not yet posted (`unposted`), and the snapshot's job order (by id,
-whatever order a database returned them in). A store reads rows (SQL, store/snapshot.py) or its own structures
+balance less what its open runs have accrued but not yet posted (`unposted`), a job as submitted read again when an
+update raised its revision (service.jobedit), and the snapshot's job order (by id, whatever order a database
+returned them in). A store reads rows (SQL, store/snapshot.py) or its own structures
 (store/memory) into the plain facts below and calls `assemble`.
 
 Must not: read anything itself, or price anything (allotment.core.units does).
@@ -83,10 +84,12 @@ class SnapshotCache:
     """The pending jobs whose cancellation was asked, as the last load saw them (left out of the snapshot)."""
     gated: dict[str, WaitReason] = field(default_factory=dict)
     """The pending jobs the eligibility gate kept out of the last snapshot, with why each waits."""
+    revisions: dict[str, int] = field(default_factory=dict)
+    """The revision each job in `jobs` was read at (a job updated since is read again)."""
 
 
-ActiveRow = tuple[str, str, bool, str | None]
-"""An active job as a snapshot needs it: (job id, state, cancellation asked, hold or None)."""
+ActiveRow = tuple[str, str, bool, str | None, int]
+"""An active job as a snapshot needs it: (job id, state, cancellation asked, hold or None, revision)."""
 
 
 def unposted(rate: Micro, price: int, price_since: Seconds, charged_until: Seconds, now: Seconds) -> Micro:
@@ -122,8 +125,9 @@ def assemble(
     reservations: tuple[Reservation, ...],
     keep: SnapshotCache,
 ) -> Snapshot:
-    """The snapshot as of `now` from a store's facts. `active`: (job id, state, cancellation asked, hold) of every job
-    in an active state; `fill(ids, cache)` adds to `cache` the jobs as submitted that it does not hold yet; `money`:
+    """The snapshot as of `now` from a store's facts. `active`: (job id, state, cancellation asked, hold, revision) of
+    every job in an active state; `fill(ids, cache)` puts in `cache` the jobs as submitted (or as last updated) that
+    it does not hold yet or holds at an older revision; `money`:
     each budget's own balance in the period; `usage`: each budget's usage decayed to `now`. `keep` is updated: the
     running jobs as built now, the pending jobs whose cancellation was asked, those the gate kept out, and the
     submitted jobs still active."""
@@ -133,13 +137,17 @@ def assemble(
     for r in open_runs:
         runs[r.job_id] = r
         accrued[r.job_id] = unposted(r.rate, r.price, r.price_since, r.charged_until, now)
-    fill([a[0] for a in active if a[0] not in cache], cache)
+    seen = keep.revisions
+    stale = [a for a in active if a[0] not in cache or seen.get(a[0], 0) != a[4]]
+    if stale:
+        fill([a[0] for a in stale], cache)
+        seen.update((a[0], a[4]) for a in stale if a[4])  # revision 0, as submitted, is what a missing entry means
     owed: dict[str, Micro] = {}
     jobs: list[Job] = []
     running: dict[str, tuple[tuple[object, ...], Job]] = {}
     asked: list[str] = []
     gated: dict[str, WaitReason] = {}
-    for jid, state, cancel, hold in sorted(active):  # by id: the order a database returns rows in is no rule
+    for jid, state, cancel, hold, _ in sorted(active):  # by id: the order a database returns rows in is no rule
         run = runs.get(jid)
         if state == PENDING and (run is not None or cancel):
             if run is None:
@@ -172,6 +180,7 @@ def assemble(
         live = {a[0] for a in active}
         for jid in [j for j in cache if j not in live]:
             del cache[jid]
+            seen.pop(jid, None)
     shown = tuple(b for b in budgets if b.name != INFRASTRUCTURE)
     accounts = {b.name: Account(money.get(b.name, 0) - owed.get(b.name, 0), usage.get(b.name, 0.0)) for b in shown}
     return Snapshot(

@@ -1,5 +1,5 @@
 """`allot cancel` (by id, or by --user/--budget/--state/--name like scancel -u/-A/-t/-n), `allot hold` and
-`allot release` (scontrol hold/uhold/release): job control, through the SDK.
+`allot release` (scontrol hold/uhold/release), `allot update` (scontrol update job): job control, through the SDK.
 
 Owns: each job-control command's options and how its answer is printed.
 Must not: talk HTTP itself (the SDK does), decide who may do what (the server does) or render tables (`render`).
@@ -7,13 +7,14 @@ Must not: talk HTTP itself (the SDK does), decide who may do what (the server do
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from allotment.cli import render
 from allotment.cli.common import JsonOption, api_call, client, dump, fail, out
+from allotment.cli.jobs import slurm_time
 from allotment.sdk import models as m
 
 
@@ -111,7 +112,74 @@ def release(
         dump(done)
 
 
+def update(
+    job: Annotated[str, typer.Argument(help="The pending job to update.")],
+    priority: Annotated[
+        int | None, typer.Option("--priority", help="Order within the budget only (-1000…1000).")
+    ] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", "-g", help="GPUs per replica.")] = None,
+    replicas: Annotated[int | None, typer.Option("--replicas", "-r", help="Replicas of the gang.")] = None,
+    time_limit: Annotated[
+        str | None, typer.Option("--time", "-t", help="Time limit: 8h, 90m, or sbatch's 1-12:00:00 forms.")
+    ] = None,
+    slice_: Annotated[str | None, typer.Option("--slice", help="Run slice asked for, e.g. 30m, 2h.")] = None,
+    gpu_types: Annotated[
+        str | None, typer.Option("--gpu-types", help="Allowed GPU types, comma-separated; any: every type.")
+    ] = None,
+    clusters: Annotated[
+        str | None, typer.Option("--clusters", help="Allowed clusters, comma-separated; any: every cluster.")
+    ] = None,
+    name: Annotated[str | None, typer.Option("--name", help="A new name.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Update a pending job (scontrol update job): `allot update JOB --priority 5 --gpus 4 --time 2h`. The job as
+    updated must pass every check a submission passes, or nothing changes; a running job cannot be updated (requeue
+    it with --hold first). Prints each field's before → after."""
+    asked: dict[str, Any] = {"priority": priority, "gpus": gpus, "replicas": replicas, "name": name}
+    if time_limit is not None:
+        asked["max_runtime"] = slurm_time(time_limit)
+    if slice_ is not None:
+        asked["slice"] = slice_
+    if gpu_types is not None:
+        asked["gpu_types"] = _choices(gpu_types)
+    if clusters is not None:
+        asked["clusters"] = _choices(clusters)
+    if all(v is None for v in asked.values()):
+        fail(
+            "give something to change: --priority, --gpus, --replicas, --time, --slice, --gpu-types, --clusters, --name"
+        )
+    with api_call(), client() as api:
+        result = api.update(job, **asked)
+    if as_json:
+        dump(result)
+        return
+    if not result.changes:
+        out.print(f"[dim]{job} unchanged: it already asks for that[/dim]")
+        return
+    out.print(f"[green]✓[/green] {job} updated")
+    for change in result.changes:
+        out.print(f"  {change.field}: {escape(_shown(change.field, change.before))} → "
+                  f"{escape(_shown(change.field, change.after))}")  # fmt: skip
+
+
+def _choices(text: str) -> list[str]:
+    """`h100,b200` as a list; `any` (or nothing) allows every one."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    return [] if items in ([], ["any"]) else items
+
+
+def _shown(field: str, value: object) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value) or "any"
+    if field in ("slice", "max_runtime") and isinstance(value, int):
+        return render.ago(value)
+    return str(value)
+
+
 def register(app: typer.Typer) -> None:
     app.command("cancel")(cancel)
     app.command("hold")(hold)
     app.command("release")(release)
+    app.command("update")(update)

@@ -38,7 +38,7 @@ app = typer.Typer(
 config_app = typer.Typer(help="Work with Allotment configuration files.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 jobs_commands.register(app)  # submit, run, session, queue, status, why, logs, history
-jobcontrol_commands.register(app)  # cancel (by id or filter), hold, release
+jobcontrol_commands.register(app)  # cancel (by id or filter), hold, release, update, requeue
 manage_commands.register(app)  # budget …, node …, login, whoami, usage
 simulate_commands.register(app)  # simulate (issue 6)
 admin_commands.register(app)  # admin token (the first administrator's token, on the server's host)

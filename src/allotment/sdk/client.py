@@ -222,6 +222,27 @@ class Client:
         """Release a held job (an admin hold: administrators only)."""
         return self._post(m.JobSummary, f"/jobs/{job_id}/release")
 
+    def update(
+        self,
+        job_id: str,
+        *,
+        priority: int | None = None,
+        gpus: int | None = None,
+        replicas: int | None = None,
+        slice: Duration | None = None,
+        max_runtime: Duration | None = None,
+        gpu_types: Sequence[str] | None = None,
+        clusters: Sequence[str] | None = None,
+        name: str | None = None,
+    ) -> m.JobUpdated:
+        """Update a pending job (scontrol update job); None leaves a field as it is, an empty `gpu_types` or
+        `clusters` allows any. The job as updated passes every check a submission does, or nothing changes."""
+        asked = {"priority": priority, "gpus": gpus, "replicas": replicas, "slice": slice, "max_runtime": max_runtime,
+                 "gpu_types": None if gpu_types is None else list(gpu_types),
+                 "clusters": None if clusters is None else list(clusters), "name": name}  # fmt: skip
+        body = {k: v for k, v in asked.items() if v is not None}
+        return m.JobUpdated.model_validate(self.request("PATCH", f"/jobs/{job_id}", json=body))
+
     def cancel_matching(
         self,
         *,

@@ -464,6 +464,21 @@ class Problem(Model):
     line: int | None = None
 
 
+class FieldChange(Model):
+    """One field an update changed (PATCH /jobs/{id}): its value before and after."""
+
+    field: str
+    before: Any = None
+    after: Any = None
+
+
+class JobUpdated(Model):
+    """An update of a pending job: the job as it is now and each field that changed (none: it already had them)."""
+
+    job: JobSummary
+    changes: list[FieldChange] = Field(default_factory=list)
+
+
 class CancelReport(Model):
     """What a cancellation by filter asked (POST /jobs/cancel)."""
 

@@ -73,20 +73,37 @@ def _check_spec(
     """Problems of the spec in this deployment (`parents`: the budget tree; `known`: the cluster names; `shapes` and
     `kinds`: the fleet's pools and its nodes' GPUs, CPUs and memory, all read in the submitting transaction); raises
     Forbidden when the user may not charge the budget."""
+    spec = doc.value
+    problems: list[FieldProblem] = []
+    if spec.budget not in parents or spec.budget == INFRASTRUCTURE:
+        problems.append(doc.problem(("budget",), f"unknown budget {spec.budget!r}"))
+    else:
+        children = sorted(name for name, parent in parents.items() if parent == spec.budget)
+        if children:
+            reason = f"budget {spec.budget!r} has sub-budgets; submit to one of: {', '.join(children)}"
+            problems.append(doc.problem(("budget",), reason))
+        elif not principal.may_submit(spec.budget, parents):
+            raise Forbidden(f"{principal.user} may not submit to budget {spec.budget!r}: not a member")
+    return problems + request_problems(ctx, doc, known, shapes, kinds)
+
+
+def request_problems(
+    ctx: Context,
+    doc: Document[JobSpec],
+    known: set[str],
+    shapes: Sequence[PoolShape],
+    kinds: Sequence[NodeKind],
+) -> list[FieldProblem]:
+    """Problems of what the spec asks for, whoever asks and whatever budget pays: GPU types and clusters exist, a
+    pool could ever hold the gang with its CPUs and memory, slice, grace, runtime and session limits fit the policy.
+    A submission (with the budget's checks) and an update of a pending job (service.jobedit) both pass exactly these
+    checks."""
     spec, policy = doc.value, ctx.policy
     problems: list[FieldProblem] = []
 
     def bad(loc: Loc, reason: str) -> None:
         problems.append(doc.problem(loc, reason))
 
-    if spec.budget not in parents or spec.budget == INFRASTRUCTURE:
-        bad(("budget",), f"unknown budget {spec.budget!r}")
-    else:
-        children = sorted(name for name, parent in parents.items() if parent == spec.budget)
-        if children:
-            bad(("budget",), f"budget {spec.budget!r} has sub-budgets; submit to one of: {', '.join(children)}")
-        elif not principal.may_submit(spec.budget, parents):
-            raise Forbidden(f"{principal.user} may not submit to budget {spec.budget!r}: not a member")
     for i, gpu_type in enumerate(spec.resources.gpu_types):
         if gpu_type not in ctx.rates:
             bad(("resources", "gpu_types", i), f"unknown GPU type {gpu_type!r} (known: {', '.join(sorted(ctx.rates))})")

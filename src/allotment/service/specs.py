@@ -108,10 +108,16 @@ GpuCount = Annotated[StrictInt, BeforeValidator(_gpu_count), Field(ge=1, le=MAX_
 """A whole number of GPUs, 1 or more (config/gpus.py's rule for fractional and zero counts)."""
 
 
+Replicas = Annotated[StrictInt, Field(ge=1, le=MAX_REPLICAS)]
+"""Replicas of a gang: 1 to MAX_REPLICAS."""
+Priority = Annotated[StrictInt, Field(ge=-MAX_PRIORITY, le=MAX_PRIORITY)]
+"""A job's priority: it orders the job among its own budget's jobs only."""
+
+
 class Resources(_Model):
     gpus: GpuCount = 1
     """GPUs per replica."""
-    replicas: Annotated[StrictInt, Field(ge=1, le=MAX_REPLICAS)] = 1
+    replicas: Replicas = 1
     gpu_types: Choices = ()
     """Allowed GPU types (any when empty)."""
     clusters: Choices = ()
@@ -142,7 +148,7 @@ class JobSpec(_Model):
     resources: Resources = Field(default_factory=Resources)
     contract: Contract = Field(default_factory=Contract)
     kind: JobKind = JobKind.BATCH
-    priority: Annotated[StrictInt, Field(ge=-MAX_PRIORITY, le=MAX_PRIORITY)] = 0
+    priority: Priority = 0
     """Orders this job among its own budget's jobs only."""
     grace: Duration | None = None
     """Seconds between SIGTERM and SIGKILL when the job is preempted. Omitted: the server's policy default

@@ -454,3 +454,19 @@ class Me(View):
     admin: bool
     operator: bool
     roles: dict[str, str]
+
+
+class FieldChange(View):
+    """One field an update changed: its value before and after."""
+
+    field: str
+    before: Any
+    after: Any
+
+
+class JobUpdated(View):
+    """An update of a pending job (scontrol update job): the job as it is now and each field that changed (none when
+    the update asked for what the job already had)."""
+
+    job: JobSummary
+    changes: list[FieldChange]

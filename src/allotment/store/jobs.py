@@ -85,6 +85,9 @@ class NewJob:
     cpus: int
     memory_mib: int
     hold: str | None = None
+    revision: int = 0
+    requeue_attempt: int | None = None
+    requeues: int = 0
 
 
 def new_job_id() -> str:
@@ -192,6 +195,9 @@ def job_values(sub: Submission, now: Seconds) -> dict[str, Any]:
         "cpus": sub.cpus,
         "memory_mib": sub.memory,
         "hold": sub.hold,
+        "revision": 0,
+        "requeue_attempt": None,
+        "requeues": 0,
     }
 
 

@@ -76,7 +76,8 @@ JOB_COLUMNS = (
 
 
 def _fill_cache(conn: Connection, ids: list[str], cache: dict[str, Job]) -> None:
-    """Read the jobs not seen before (what a job asks for never changes after submission)."""
+    """Read the jobs not seen before, or updated since they were read (what a job asks for changes only through an
+    update, which raises its revision: changes.snapshot.assemble asks again then)."""
     for batch in in_batches(ids):
         for row in conn.execute(_JOBS_ASKED, {"ids": batch}):
             cache[row[0]] = job_of(row)
@@ -100,7 +101,7 @@ _NODES = select(
 _BUDGETS = select(BudgetRow.name, BudgetRow.parent, BudgetRow.allocation_micro, BudgetRow.max_gpus).order_by(
     BudgetRow.name
 )
-_ACTIVE = select(JobRow.id, JobRow.state, JobRow.cancel_requested_at, JobRow.hold).where(
+_ACTIVE = select(JobRow.id, JobRow.state, JobRow.cancel_requested_at, JobRow.hold, JobRow.revision).where(
     JobRow.state.in_(ACTIVE_STATES)
 )
 _WINDOWS = select(
@@ -178,7 +179,7 @@ def load_snapshot(
         Budget(name, parent, allocation, max_gpus) for name, parent, allocation, max_gpus in conn.execute(_BUDGETS)
     ]
     open_runs = [OpenRunRow(r[0], r[1], r[2], r[3], r[4], r[5], tuple(r[6:])) for r in conn.execute(_OPEN_RUNS)]
-    active = [(jid, state, cancel is not None, hold) for jid, state, cancel, hold in conn.execute(_ACTIVE)]
+    active = [(jid, state, cancel is not None, hold, rev) for jid, state, cancel, hold, rev in conn.execute(_ACTIVE)]
     windows = tuple(
         CapacityWindow(wid, budget, cluster, gpu_type, gpus, start, end)
         for wid, budget, cluster, gpu_type, gpus, start, end in conn.execute(_WINDOWS, {"now": now})

@@ -136,6 +136,15 @@ class JobRow(Base):
     hold: Mapped[Name | None] = mapped_column(default=None)
     """user | admin while the job is held (scontrol hold; changes.eligibility keeps it from the scheduler); None
     otherwise."""
+    revision: Mapped[int] = mapped_column(default=0)
+    """0 at submission, one more with each update of what the pending job asks for (service.jobedit): the engine's
+    snapshot cache reads the job again when it changed (changes.snapshot)."""
+    requeue_attempt: Mapped[int | None] = mapped_column(default=None)
+    """The job's attempt (as this column counts them) when a requeue was asked: the run then open is stopped and the
+    job put back in the queue (scontrol requeue); a later attempt no longer matches, so the request never outlives
+    its run."""
+    requeues: Mapped[int] = mapped_column(default=0)
+    """How many requeues were asked (scontrol's Restarts)."""
 
 
 class JobEventRow(Base):

@@ -1,7 +1,8 @@
-"""/jobs job control: cancel by filter (POST /jobs/cancel), hold and release (POST /jobs/{id}/hold, /release).
+"""/jobs job control: cancel by filter (POST /jobs/cancel), hold and release (POST /jobs/{id}/hold, /release),
+update a pending job (PATCH /jobs/{id}).
 
 Owns: the HTTP shape of the job-control use cases (status codes, bodies).
-Must not: hold rules: service.jobcontrol and service.holds do.
+Must not: hold rules: service.jobcontrol, service.holds and service.jobedit do.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from fastapi import APIRouter
 
 from allotment.api.auth import Caller, Ctx
 from allotment.api.errors import ERROR_RESPONSES
-from allotment.service import holds, jobcontrol
-from allotment.service.views import JobSummary
+from allotment.service import holds, jobcontrol, jobedit
+from allotment.service.views import JobSummary, JobUpdated
 
 router = APIRouter(prefix="/jobs", tags=["jobs"], responses=ERROR_RESPONSES)
 
@@ -38,3 +39,12 @@ def release(job_id: str, ctx: Ctx, caller: Caller) -> JobSummary:
     """Release a held job (scontrol release): it is considered again from the next cycle. An admin hold is released
     by an administrator only (403 otherwise); releasing a pending job that is not held changes nothing."""
     return holds.release_job(ctx, caller, job_id)
+
+
+@router.patch("/{job_id}", response_model=JobUpdated)
+def update(job_id: str, body: jobedit.JobUpdate, ctx: Ctx, caller: Caller) -> JobUpdated:
+    """Update a pending job (scontrol update job): priority (within its budget), GPUs, replicas, slice, time limit
+    (`max_runtime`), GPU types, clusters or name; fields left out stay. The job as updated passes every check a
+    submission does (422 naming the field, and nothing changes); only a pending job is updated (409); who may: as
+    cancel. The answer lists each field's before and after; the engine sees the change in its next cycle."""
+    return jobedit.update_job(ctx, caller, job_id, body)

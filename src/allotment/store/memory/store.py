@@ -132,6 +132,7 @@ class MemorySchedulingStore:
                 rec = JobRec(
                     job_of(tuple(v[c] for c in JOB_COLUMNS)), v["name"], v["kind"], v["spec"], v["state"],
                     v["state_reason"], v["updated_at"], v["attempt"], v["cancel_requested_at"], v["request_id"],
+                    v["hold"],
                 )  # fmt: skip
                 s.journal.put(s.jobs, rec.job.id, rec)
                 s.journal.put(s.active, rec.job.id, rec)

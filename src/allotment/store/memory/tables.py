@@ -94,6 +94,12 @@ class JobRec:
     request_id: str | None = None
     hold: str | None = None
     """The jobs table's `hold`: user, admin, or None (changes.eligibility)."""
+    revision: int = 0
+    """The jobs table's `revision`: how many updates changed what the job asks for (service.jobedit)."""
+    requeue_attempt: int | None = None
+    """The jobs table's `requeue_attempt`: the attempt a requeue was asked of, or None."""
+    requeues: int = 0
+    """The jobs table's `requeues`: how many requeues were asked."""
 
 
 @dataclass(slots=True)

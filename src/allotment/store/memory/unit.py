@@ -199,7 +199,10 @@ class MemoryCycle:
             money={b: v for (pid, b), v in s.balances.items() if pid == period_id},
             usage={b: decayed(u, as_of, now, half_life) for b, (u, as_of) in s.usage.items()},
             open_runs=open_rows,
-            active=[(jid, rec.state, rec.cancel_requested_at is not None, rec.hold) for jid, rec in s.active.items()],
+            active=[
+                (jid, rec.state, rec.cancel_requested_at is not None, rec.hold, rec.revision)
+                for jid, rec in s.active.items()
+            ],
             fill=fill,
             placement_of=_placement,
             windows=tuple(w for w in s.windows.values() if w.end > now),
