@@ -14,7 +14,10 @@ rest wait: the engine cycles over a growing queue while the API serves, as on a 
 Prints per operation: count, throughput, p50 and p99 latency, errors (any non-2xx or transport failure), and
 the sustained submission rate. Targets (issue 8): ≥ 1,000 submissions/s, p99 < 50 ms for submissions, 0 errors.
 
+With --api-workers N the server runs `allot server --api-workers N`: the API in N processes beside the engine's.
+
 Run: .venv/bin/python -m benchmarks.bench_load [--duration 300] [--clients 100] [--rate R] [--database-url URL]
+     [--submit-share 1] [--api-workers N]
 """
 
 from __future__ import annotations
@@ -63,11 +66,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(database_url: str | None, data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(database_url: str | None, data_dir: Path, api_workers: int = 0) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     command = [
         sys.executable, "-m", "allotment.cli", "server", "--config", str(SMALL), "--data-dir", str(data_dir),
         "--port", str(port), "--open-login", *(["--database-url", database_url] if database_url else []),
+        "--api-workers", str(api_workers),
     ]  # fmt: skip
     log = (data_dir / "server.log").open("wb")
     # The per-user limits (decision 53) would cap a few users' 100 clients at 20 submissions/s each: this measures
@@ -205,9 +209,15 @@ def main() -> None:
     parser.add_argument(
         "--submit-share", type=float, default=SUBMIT_SHARE, help="share of requests that submit (1: submissions only)"
     )
+    parser.add_argument(
+        "--api-workers",
+        type=int,
+        default=0,
+        help="allot server --api-workers N (default 0: the API on the engine's process)",
+    )
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="allot-load-") as tmp:
-        proc, url = start_server(args.database_url, Path(tmp))
+    with tempfile.TemporaryDirectory(prefix="allot-load-", dir="/tmp") as tmp:
+        proc, url = start_server(args.database_url, Path(tmp), args.api_workers)
         try:
             started = time.monotonic()
             tally = asyncio.run(run(url, args.clients, args.duration, args.rate, args.submit_share))
@@ -221,6 +231,7 @@ def main() -> None:
     backend = "PostgreSQL" if args.database_url else "SQLite"
     mode = f"open loop at {args.rate:.0f} requests/s" if args.rate else "closed loop"
     mode += f", {args.submit_share:.0%} submissions"
+    mode += f", {args.api_workers} API worker processes" if args.api_workers else ", API on the engine's process"
     print(f"load: {args.clients} clients ({mode}) for {args.duration:.0f}s against a real server on {backend}")
     print(f"{'operation':<10}{'count':>9}{'per s':>9}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
     for op in ("submit", "list", "poll"):

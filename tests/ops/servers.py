@@ -107,16 +107,17 @@ def start_server(
     env: dict[str, str] | None = None,
     config: Path = SMALL,
     executor: str = "local",
+    args: tuple[str, ...] = (),
 ) -> ServerProcess:
     """`allot server` on `database_url` with open login on a free port — by default the small example's virtual
-    fleet on the local executor; returns once its API answers /healthz."""
+    fleet on the local executor, `args` added to the command line; returns once its API answers /healthz."""
     port = free_port()
     data_dir.mkdir(parents=True, exist_ok=True)
     log = data_dir / f"server-{port}.log"
     command = [
         sys.executable, "-m", "allotment.cli", "server", "--config", str(config), "--data-dir", str(data_dir),
         "--database-url", database_url, "--port", str(port), "--interval", str(interval), "--open-login",
-        "--executor", executor,
+        "--executor", executor, *args,
     ]  # fmt: skip
     with log.open("wb") as out:
         proc = subprocess.Popen(

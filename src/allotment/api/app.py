@@ -9,7 +9,6 @@ Must not: start servers or threads (serve.py does) or hold rules.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable
 
 from fastapi import FastAPI
@@ -25,7 +24,7 @@ from allotment.engine.setup import run_as as resolve_run_as
 from allotment.executors.accounts import RunAs
 from allotment.ops import bounds, hardening
 from allotment.ops import http as ops_http
-from allotment.service.context import Context
+from allotment.service.context import Context, Wake
 from allotment.service.intake import Intake
 from allotment.web import mount as mount_dashboard
 
@@ -38,7 +37,7 @@ Every endpoint but /health needs `Authorization: Bearer <token>`. Money is integ
 def create_app(
     sessions: sessionmaker[Session],
     settings: Settings,
-    wake: threading.Event | None,
+    wake: Wake | None,
     now: Callable[[], int],
     *,
     config: AllotmentConfig | None = None,

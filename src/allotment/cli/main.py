@@ -10,6 +10,7 @@ Must not: contain scheduling rules (the core decides), workload generation (see 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -227,13 +228,34 @@ def server_command(
             "server's own) or auto (owner when root). Default: the configuration's run_as.mode (single-user).",
         ),
     ] = None,
+    api_workers: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=64,
+            help="Serve the API from this many processes beside the engine's (0: on a thread of the engine's "
+            'process). Per-user rate limits are split between them (docs/operations.md, "API workers").',
+        ),
+    ] = 0,
 ) -> None:
     """Run the scheduler and its HTTP API: migrate and seed the database, then cycle until SIGTERM or Ctrl-C."""
+    if api_workers:
+        from allotment.ops.metricsdir import share_metrics
+        from allotment.ops.wake import wake_path
+
+        try:
+            wake_path(data_dir)
+        except ValueError as error:
+            Console(stderr=True).print(f"[red]✗[/red] {error}")
+            raise typer.Exit(code=2) from None
+        data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        share_metrics(data_dir)  # before anything imports prometheus_client
     import logging
 
     from rich.markup import escape
 
     from allotment.api import attach_api
+    from allotment.api.workers import start_workers
     from allotment.cli.admin import private_files
     from allotment.engine.server import Server, serve
     from allotment.engine.setup import Settings
@@ -277,9 +299,15 @@ def server_command(
         raise typer.Exit(code=2)
     Console(stderr=True).print(f"Jobs run in {mode.describe()}")
 
-    def with_api(server: Server) -> None:
-        api = attach_api(server, host, port, settings=settings, open_login=open_login)
-        Console(stderr=True).print(f"API at {api.url} (docs: {api.url}/docs); export ALLOT_URL={api.url}")
+    def with_api(server: Server) -> Callable[[], None] | None:
+        if api_workers:
+            workers = start_workers(server, settings, host, port, api_workers, open_login=open_login)
+            url, close = workers.url, workers.stop
+        else:
+            api = attach_api(server, host, port, settings=settings, open_login=open_login)
+            url, close = api.url, None
+        Console(stderr=True).print(f"API at {url} (docs: {url}/docs); export ALLOT_URL={url}")
+        return close
 
     serve(settings, interval=interval, attach=with_api)
 

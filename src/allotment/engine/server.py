@@ -135,9 +135,12 @@ class Server:
         self.join(30)
 
 
-def serve(settings: Settings, interval: float = 5.0, attach: Callable[[Server], None] | None = None) -> None:
-    """Build the engine, start its loop (as leader or standby), let `attach` add front ends (the HTTP API), and run
-    until a signal. Logs go through the secret-redacting handler, as JSON lines when $ALLOT_LOG_FORMAT is json."""
+def serve(
+    settings: Settings, interval: float = 5.0, attach: Callable[[Server], Callable[[], None] | None] | None = None
+) -> None:
+    """Build the engine, start its loop (as leader or standby), let `attach` add front ends (the HTTP API, or API
+    worker processes), and run until a signal; what `attach` returns is called to stop the front ends before the
+    engine stops. Logs go through the secret-redacting handler, as JSON lines when $ALLOT_LOG_FORMAT is json."""
     configure_logging()
     server = Server(build(settings), interval=interval, leadership=leadership_for(database_url(settings)))
 
@@ -149,8 +152,11 @@ def serve(settings: Settings, interval: float = 5.0, attach: Callable[[Server], 
     signal.signal(signal.SIGINT, on_signal)
     server.start()
     log.info("engine running (database %s, executor %s)", database_url(settings), settings.executor)
-    if attach is not None:
-        attach(server)
-    while not server.stop.wait(0.5):
-        pass
-    server.shutdown()
+    close = attach(server) if attach is not None else None
+    try:
+        while not server.stop.wait(0.5):
+            pass
+    finally:
+        if close is not None:
+            close()
+        server.shutdown()

@@ -14,12 +14,13 @@ Must not: change what a cycle decides or writes.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
@@ -61,7 +62,12 @@ CYCLE_FAILURES = Counter(
 STARTS = Counter("allotment_starts_total", "Jobs started", ["rule"], registry=REGISTRY)
 PREEMPTIONS = Counter("allotment_preemptions_total", "Jobs preempted", ["reason"], registry=REGISTRY)
 CHARGED = Counter("allotment_charged_credits_total", "Credits charged by cycles (budget burn)", registry=REGISTRY)
-LEADER = Gauge("allotment_leader", "1 while this instance schedules, 0 while it is a standby", registry=REGISTRY)
+LEADER = Gauge(
+    "allotment_leader",
+    "1 while this instance schedules, 0 while it is a standby",
+    registry=REGISTRY,
+    multiprocess_mode="livemax",  # with API workers: the engine process's value, not one series per worker
+)
 API_SECONDS = Histogram(
     "allotment_api_request_seconds",
     "HTTP API latency by method, route template and status",
@@ -132,8 +138,14 @@ class DatabaseCollector(Collector):
 
 
 def exposition(collector: DatabaseCollector | None) -> bytes:
-    """The /metrics body: the process's counters and histograms, then the database gauges."""
-    body = generate_latest(REGISTRY)
+    """The /metrics body: the process's counters and histograms (with API workers, $PROMETHEUS_MULTIPROC_DIR is
+    set and they are summed over the engine and every worker process), then the database gauges."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        merged = CollectorRegistry()
+        multiprocess.MultiProcessCollector(merged)  # type: ignore[no-untyped-call]
+        body = generate_latest(merged)
+    else:
+        body = generate_latest(REGISTRY)
     if collector is not None:
         scrape = CollectorRegistry()
         scrape.register(collector)

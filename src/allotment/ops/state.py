@@ -2,7 +2,7 @@
 last finish a cycle (wall time).
 
 Owns: one process-wide `ProcessState` that the server writes and the health probes and metrics read (the API is
-served on a thread of the same process as the engine).
+served on a thread of the engine's process, or by API worker processes that say so).
 
 Must not: decide leadership (ops.leader does) or read the database.
 """
@@ -22,6 +22,8 @@ class Role(StrEnum):
     """Another instance holds the scheduler lock; this one serves the API and waits to take over."""
     LEADER = "leader"
     """This instance schedules."""
+    API_WORKER = "api-worker"
+    """A process of `allot server --api-workers N` that serves the API only; its server process runs the engine."""
 
 
 @dataclass

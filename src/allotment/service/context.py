@@ -9,10 +9,10 @@ Must not: hold request state or decide rights.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -26,13 +26,20 @@ DEFAULT_TOKEN_TTL: Seconds = 30 * 24 * 3600
 DEFAULT_MAX_TOKENS = 100
 
 
+class Wake(Protocol):
+    """How a use case tells the engine to cycle now: the engine's own threading.Event when the API shares its
+    process, an ops.wake.WakeSender from an API worker process."""
+
+    def set(self) -> None: ...
+
+
 @dataclass
 class Context:
     sessions: sessionmaker[Session]
     config: AllotmentConfig
     data_dir: Path
     now: Callable[[], Seconds]
-    wake: threading.Event | None = None
+    wake: Wake | None = None
     open_login: bool = False
     """Local servers only: POST /auth/login issues a token for any configured user without credentials."""
     token_ttl: Seconds = DEFAULT_TOKEN_TTL
