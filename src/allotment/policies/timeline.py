@@ -5,7 +5,22 @@ Owns: the availability profile of each node — free GPUs now, plus the GPUs of 
 on, minus the GPUs of each planned start from its planned time on (a planned job is assumed to run for ever, the
 conservative choice), kept as steps (the times it changes, the free GPUs from each on) — the test "can this job run
 on this node over [start, end) without taking GPUs a planned start counts on", the earliest planned start of a job
-(one node, or k whole nodes at the same time; one pass over a node's steps), and taking GPUs for starts and plans.
+(one node, or k whole nodes at the same time; one pass over a node's steps), taking GPUs for starts and plans, and
+remembering, within the cycle, the job shapes already shown to have no planned start.
+
+Why remembering "no planned start" is sound, for every shape (one node or k whole nodes, a bounded span or for ever):
+- the search is exact: `plan` finds a start whenever some time t exists at which k of the shape's candidate nodes
+  can each hold `need` GPUs over [t, t + span). Such a t can always be moved back to a step time: on a node, a
+  feasible t inside a step stays feasible down to the step's start (the window keeps its first step and ends
+  earlier), so every node's feasible times are intervals opening at its step times, and the first common time of
+  k nodes is the latest of their openings — a step time of one of them, no earlier than the first time any node
+  could. `_plan_in` tries exactly those times (each node's first feasible time, then every later time a feasible
+  node's availability changes), and `_first_fit` picks nodes whenever k fit;
+- within a cycle availability only falls: `take` lowers a node's free GPUs over [now, end) and `hold` over
+  [start, start + span), and nothing ever raises it. So a shape with no feasible time keeps having none.
+- the shape is everything the search reads: the job's pools, GPUs per replica and replicas (with each pool's node
+  size: how many nodes and how many GPUs each), its node access (the ownership rule) and its span.
+A method that raised availability, or a search that tried fewer times, would have to drop the memo.
 
 Must not: order jobs or decide who starts (fifo.py and slurm.py do), or change the cycle's Capacity.
 """
@@ -62,6 +77,8 @@ class Timeline:
         """Node index → its availability as steps: the times it changes (now first) and the free GPUs from each on.
         Built when first asked for, dropped when the node's events change (take, hold)."""
         self._candidates: dict[tuple[Pool, int, frozenset[str] | None], list[int]] = {}
+        self._no_plan: set[tuple[object, ...]] = set()
+        """Job shapes (`shape`) already shown this cycle to have no planned start: they never get one later in it."""
         for slot in frame.cap.nodes:
             if not slot.accepts:
                 continue
@@ -139,8 +156,23 @@ class Timeline:
         d = known_duration(job)
         return None if d is None else d + self.frame.st.ix.grace(job)
 
+    def shape(self, job: Job) -> tuple[object, ...]:
+        """What the search for a planned start reads of a job: two jobs of one shape get the same answer."""
+        return (self.frame.pools(job), job.gpus, job.replicas, self.frame.access(job), self.span(job))
+
     def plan(self, job: Job) -> Plan | None:
-        """The earliest start of the whole gang on nodes it may use, from known end times, in its allowed pools."""
+        """The earliest start of the whole gang on nodes it may use, from known end times, in its allowed pools; a
+        shape shown to have none earlier in the cycle is not searched again (sound: see the module docstring)."""
+        key = self.shape(job)
+        if key in self._no_plan:
+            return None
+        found = self.search(job)
+        if found is None:
+            self._no_plan.add(key)
+        return found
+
+    def search(self, job: Job) -> Plan | None:
+        """`plan` without the memo: every pool is searched."""
         frame = self.frame
         duration = self.span(job)
         best: Plan | None = None
@@ -197,14 +229,16 @@ class Timeline:
 
     # -- changing ------------------------------------------------------------------------------------------------
     def take(self, idx: int, gpus: int, end: Seconds | None) -> None:
-        """A job starts on the node now with `gpus` GPUs, freeing them at `end` (None: never, as far as known)."""
+        """A job starts on the node now with `gpus` GPUs, freeing them at `end` (None: never, as far as known).
+        Availability only falls (over [now, end)): the memo of shapes without a planned start stays true."""
         self.free[idx] -= gpus
         self._profiles.pop(idx, None)
         if end is not None:
             insort(self.events[idx], (end, gpus))
 
     def hold(self, plan: Plan, span: Seconds | None) -> None:
-        """A planned start holds its GPUs from its planned time for `span` seconds (None: for ever)."""
+        """A planned start holds its GPUs from its planned time for `span` seconds (None: for ever). Availability
+        only falls (over [start, start + span)): the memo of shapes without a planned start stays true."""
         for idx, gpus in plan.nodes:
             self._profiles.pop(idx, None)
             if plan.start <= self.now:
