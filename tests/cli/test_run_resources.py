@@ -31,9 +31,10 @@ def test_time_reads_sbatch_forms(given: str, seconds: int | str) -> None:
 
 
 def test_run_passes_cpus_memory_time_and_image(allot: Allot) -> None:
+    # Held: the local executor fails a job with an image when it starts, which would race the cancel below.
     job = allot.json(
         "ben", "run", "--budget", "pretrain", "--gpus", "2", "--replicas", "2", "--cpus", "16", "--mem", "64G",
-        "--time", "1:30:00", "--image", "registry.example/train:1", "--no-requeue", "--", "sleep", "600",
+        "--time", "1:30:00", "--image", "registry.example/train:1", "--no-requeue", "--hold", "--", "sleep", "600",
     )["job"]  # fmt: skip
     assert (job["cpus"], job["memory_mib"], job["max_runtime"], job["image"]) == (
         16, 65536, 5400, "registry.example/train:1"
