@@ -62,6 +62,17 @@ def eli_job(api: Api) -> str:
     return api.submit("eli", "segmentation", resources={"gpus": 8})
 
 
+def eli_running_job(api: Api) -> str:
+    """A job of eli's that runs (requeue acts on running jobs), the same one for every persona: a request is only
+    recorded until the engine's next cycle, so each caller finds it running."""
+    if not hasattr(api, "running_job"):
+        job = api.submit("eli", "segmentation", resources={"gpus": 1}, priority=1000)
+        api.rig.step(api.rig.clock.now() + 1)
+        assert api.call("GET", f"/jobs/{job}", "ada").json()["state"] == "running"
+        api.running_job = job  # type: ignore[attr-defined]
+    return str(api.running_job)  # type: ignore[attr-defined]
+
+
 def eli_session(api: Api) -> str:
     response = api.call("POST", "/sessions", "eli", {"budget": "segmentation", "gpus": 1})
     assert response.status_code == 201, response.text
@@ -109,6 +120,7 @@ CASES = [
     Case("hold job", "POST", lambda a: f"/jobs/{eli_job(a)}/hold", MANAGE),
     Case("release job", "POST", lambda a: f"/jobs/{eli_job(a)}/release", MANAGE),
     Case("update job", "PATCH", lambda a: f"/jobs/{eli_job(a)}", MANAGE, lambda a: {"priority": 3}),
+    Case("requeue job", "POST", lambda a: f"/jobs/{eli_running_job(a)}/requeue", MANAGE),
     Case(
         "cancel by filter, own jobs",
         "POST",
@@ -194,6 +206,7 @@ def test_every_route_is_in_the_matrix(api: Api) -> None:
         ("POST", "/jobs/{job_id}/hold"),
         ("POST", "/jobs/{job_id}/release"),
         ("PATCH", "/jobs/{job_id}"),
+        ("POST", "/jobs/{job_id}/requeue"),
         ("POST", "/jobs/cancel"),
         ("GET", "/jobs/{job_id}/logs"),
         ("GET", "/jobs/{job_id}/why"),

@@ -22,7 +22,7 @@ def snapshot(active: list[ActiveRow], keep: SnapshotCache) -> tuple[str, ...]:
         RULES.rates,
         clusters=SNAP.clusters,
         nodes=SNAP.nodes,
-        budgets=[Budget("lab", None, 0)],
+        budgets=[Budget("lab", None, 0, False)],
         money={},
         usage={},
         open_runs=[],
@@ -37,12 +37,16 @@ def snapshot(active: list[ActiveRow], keep: SnapshotCache) -> tuple[str, ...]:
 
 
 CASES = [
-    pytest.param([("a", "pending", False, None, 0)], ("a",), {}, id="no-hold-is-scheduled"),
-    pytest.param([("a", "pending", False, "user", 0)], (), {"a": "user hold"}, id="user-hold-kept-out"),
-    pytest.param([("a", "pending", False, "admin", 0)], (), {"a": "admin hold"}, id="admin-hold-kept-out"),
-    pytest.param([("a", "pending", True, "user", 0)], (), {}, id="cancelled-while-held-is-cancelled-not-gated"),
+    pytest.param([("a", "pending", False, None, 0, False)], ("a",), {}, id="no-hold-is-scheduled"),
+    pytest.param([("a", "pending", False, "user", 0, False)], (), {"a": "user hold"}, id="user-hold-kept-out"),
+    pytest.param([("a", "pending", False, "admin", 0, False)], (), {"a": "admin hold"}, id="admin-hold-kept-out"),
+    pytest.param([("a", "pending", True, "user", 0, False)], (), {}, id="cancelled-while-held-is-cancelled-not-gated"),
     pytest.param(
-        [("a", "pending", False, "user", 0), ("b", "pending", False, None, 0), ("c", "pending", False, "admin", 0)],
+        [
+            ("a", "pending", False, "user", 0, False),
+            ("b", "pending", False, None, 0, False),
+            ("c", "pending", False, "admin", 0, False),
+        ],
         ("b",),
         {"a": "user hold", "c": "admin hold"},
         id="only-the-held-ones",
@@ -63,11 +67,11 @@ def test_held_jobs_are_kept_out_with_their_reason(
 
 def test_a_gated_reason_is_written_and_rewritten_only_when_it_changes() -> None:
     keep = SnapshotCache()
-    snapshot([("a", "pending", False, "user", 0)], keep)
+    snapshot([("a", "pending", False, "user", 0, False)], keep)
     memo: dict[str, tuple[object, ...]] = {}
     first = reason_changes(Decisions(), T0, memo, keep.gated)
     assert [(r.job_id, r.blocker) for r in first.reasons] == [("a", "held")]
     assert reason_changes(Decisions(), T0 + 5, memo, keep.gated).reasons == []  # unchanged: not rewritten
-    snapshot([("a", "pending", False, "admin", 0)], keep)
+    snapshot([("a", "pending", False, "admin", 0, False)], keep)
     again = reason_changes(Decisions(), T0 + 10, memo, keep.gated)
     assert [r.job_id for r in again.reasons] == ["a"] and "admin hold" in again.reasons[0].message

@@ -26,7 +26,7 @@ class Table:
             RULES.rates,
             clusters=SNAP.clusters,
             nodes=SNAP.nodes,
-            budgets=[Budget("lab", None, 0)],
+            budgets=[Budget("lab", None, 0, False)],
             money={},
             usage={},
             open_runs=[],
@@ -42,13 +42,13 @@ class Table:
 
 def test_an_updated_job_is_read_again_and_an_unchanged_one_is_not() -> None:
     table, keep = Table(), SnapshotCache()
-    first = table.load([("a", "pending", False, None, 0), ("b", "pending", False, None, 0)], keep)
+    first = table.load([("a", "pending", False, None, 0, False), ("b", "pending", False, None, 0, False)], keep)
     assert first["a"].gpus == 8 and table.asked == [["a", "b"]]
-    table.load([("a", "pending", False, None, 0), ("b", "pending", False, None, 0)], keep)
+    table.load([("a", "pending", False, None, 0, False), ("b", "pending", False, None, 0, False)], keep)
     assert table.asked == [["a", "b"]]  # nothing changed: nothing read
     table.jobs["a"] = Job("a", "lab", "ann", 2, priority=7)  # an update wrote the row and raised its revision
-    updated = table.load([("a", "pending", False, None, 1), ("b", "pending", False, None, 0)], keep)
+    updated = table.load([("a", "pending", False, None, 1, False), ("b", "pending", False, None, 0, False)], keep)
     assert (updated["a"].gpus, updated["a"].priority) == (2, 7)
     assert table.asked == [["a", "b"], ["a"]]
-    table.load([("a", "pending", False, None, 1), ("b", "pending", False, None, 0)], keep)
+    table.load([("a", "pending", False, None, 1, False), ("b", "pending", False, None, 0, False)], keep)
     assert table.asked == [["a", "b"], ["a"]]  # read once per revision

@@ -31,6 +31,8 @@ def next_state(job: JobFacts, run: OpenRun, exit_code: int | None, detail: str) 
     fleet_fault = detail == NODE_LOST or reason in _FLEET_FAULTS
     if job.cancel_requested or reason == PreemptReason.CANCELLED.value:
         return JobState.CANCELLED, "cancelled by its owner"
+    if reason == PreemptReason.REQUEUED.value:
+        return JobState.PENDING, "requeued on request (scontrol requeue)"
     if reason is not None:
         if run.requeue if run.requeue is not None else job.requeue:
             return JobState.PENDING, f"requeued after {reason}"

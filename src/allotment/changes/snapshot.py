@@ -88,8 +88,9 @@ class SnapshotCache:
     """The revision each job in `jobs` was read at (a job updated since is read again)."""
 
 
-ActiveRow = tuple[str, str, bool, str | None, int]
-"""An active job as a snapshot needs it: (job id, state, cancellation asked, hold or None, revision)."""
+ActiveRow = tuple[str, str, bool, str | None, int, bool]
+"""An active job as a snapshot needs it: (job id, state, cancellation asked, hold or None, revision, requeue of its
+current run asked)."""
 
 
 def unposted(rate: Micro, price: int, price_since: Seconds, charged_until: Seconds, now: Seconds) -> Micro:
@@ -125,12 +126,12 @@ def assemble(
     reservations: tuple[Reservation, ...],
     keep: SnapshotCache,
 ) -> Snapshot:
-    """The snapshot as of `now` from a store's facts. `active`: (job id, state, cancellation asked, hold, revision) of
-    every job in an active state; `fill(ids, cache)` puts in `cache` the jobs as submitted (or as last updated) that
-    it does not hold yet or holds at an older revision; `money`:
-    each budget's own balance in the period; `usage`: each budget's usage decayed to `now`. `keep` is updated: the
-    running jobs as built now, the pending jobs whose cancellation was asked, those the gate kept out, and the
-    submitted jobs still active."""
+    """The snapshot as of `now` from a store's facts. `active`: (job id, state, cancellation asked, hold, revision,
+    requeue of the open run asked) of every job in an active state; `fill(ids, cache)` puts in `cache` the jobs as
+    submitted (or as last updated) that it does not hold yet or holds at an older revision; `money`: each budget's
+    own balance in the period; `usage`: each budget's usage decayed to `now`. `keep` is updated: the running jobs as
+    built now, the pending jobs whose cancellation was asked, those the gate kept out, and the submitted jobs still
+    active."""
     cache = keep.jobs
     runs: dict[str, OpenRunRow] = {}
     accrued: dict[str, Micro] = {}
@@ -147,7 +148,9 @@ def assemble(
     running: dict[str, tuple[tuple[object, ...], Job]] = {}
     asked: list[str] = []
     gated: dict[str, WaitReason] = {}
-    for jid, state, cancel, hold, _ in sorted(active):  # by id: the order a database returns rows in is no rule
+    for jid, state, cancel, hold, _, requeue in sorted(
+        active
+    ):  # by id: the order a database returns rows in is no rule
         run = runs.get(jid)
         if state == PENDING and (run is not None or cancel):
             if run is None:
@@ -164,12 +167,10 @@ def assemble(
         if run is not None:
             owed[job.budget] = owed.get(job.budget, 0) + accrued[jid]
             built = keep.running.get(jid)
-            key = (*run.columns, cancel)
+            key = (*run.columns, cancel, requeue)
             if built is None or built[0] != key:
-                built = (
-                    key,
-                    replace(job, run=run_of(placement_of(run.placement), run.columns), cancel_requested=cancel),
-                )
+                run_now = run_of(placement_of(run.placement), run.columns)
+                built = (key, replace(job, run=run_now, cancel_requested=cancel, requeue_requested=requeue))
             running[jid] = built
             job = built[1]
         jobs.append(job)

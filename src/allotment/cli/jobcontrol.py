@@ -1,5 +1,6 @@
 """`allot cancel` (by id, or by --user/--budget/--state/--name like scancel -u/-A/-t/-n), `allot hold` and
-`allot release` (scontrol hold/uhold/release), `allot update` (scontrol update job): job control, through the SDK.
+`allot release` (scontrol hold/uhold/release), `allot update` (scontrol update job), `allot requeue` (scontrol
+requeue, requeuehold): job control, through the SDK.
 
 Owns: each job-control command's options and how its answer is printed.
 Must not: talk HTTP itself (the SDK does), decide who may do what (the server does) or render tables (`render`).
@@ -178,8 +179,32 @@ def _shown(field: str, value: object) -> str:
     return str(value)
 
 
+def requeue(
+    jobs: Annotated[list[str], typer.Argument(help="Running job ids to requeue.")],
+    hold: Annotated[
+        bool,
+        typer.Option("--hold", "-H", help="Put them back held (scontrol requeuehold); allot release lets them run."),
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Requeue running jobs (scontrol requeue): the scheduler stops each run with its grace (SIGTERM, then SIGKILL)
+    and puts the job back in the queue with the same id; what it ran stays charged. Sessions are not requeued."""
+    done: list[m.JobSummary] = []
+    with api_call(), client() as api:
+        for job_id in jobs:
+            done.append(api.requeue(job_id, hold=hold))
+            if not as_json:
+                then = f"held ({done[-1].hold} hold)" if hold else "pending"
+                out.print(
+                    f"[green]✓[/green] requeue requested for {job_id}: it stops with its grace, then waits {then}"
+                )
+    if as_json:
+        dump(done)
+
+
 def register(app: typer.Typer) -> None:
     app.command("cancel")(cancel)
     app.command("hold")(hold)
     app.command("release")(release)
     app.command("update")(update)
+    app.command("requeue")(requeue)

@@ -37,6 +37,7 @@ class PreemptReason(StrEnum):
     MAX_RUNTIME = "max-runtime"  # the job reached its maximum runtime
     PRIORITY = "priority"  # baseline policies only: higher-priority work takes the GPUs (policies/priority.py)
     CANCELLED = "cancelled"  # its owner cancelled it (core/cancellation.py); never requeued
+    REQUEUED = "requeue-requested"  # its owner asked to requeue it (scontrol requeue, core/cancellation.py); requeued
 
 
 REFUNDED_REASONS = frozenset({PreemptReason.FORCED, PreemptReason.NODE_DOWN})

@@ -224,6 +224,9 @@ class Job:
     """CPUs per replica; 0: no request (placement counts none, decision 60)."""
     memory: int = 0
     """MiB of memory per replica; 0: no request."""
+    requeue_requested: bool = False
+    """Someone who may manage it asked to requeue its current run (scontrol requeue): the running job is told to leave
+    and goes back to the queue (core/cancellation.py). Only a running job carries it."""
 
     def __setstate__(self, state: Sequence[object]) -> None:
         """pickle's restore of the dataclass's state (its fields' values in order, a list): the fields added after a

@@ -258,9 +258,9 @@ def end_of_life(frame: Frame) -> None:
         frame.ends[job.id] = frame.now + (
             0 if st.out.preempts[-1].reason is PreemptReason.NODE_DOWN else st.ix.grace(job)
         )
-    cancellations(st.ix, st.cap, st.out)  # the same rule as the allotment policy's: they leave, not requeued
+    cancellations(st.ix, st.cap, st.out)  # the same rule as the allotment policy's (cancelled, or requeued)
     for p in st.out.preempts:
-        if p.reason is PreemptReason.CANCELLED:
+        if p.reason in (PreemptReason.CANCELLED, PreemptReason.REQUEUED):
             frame.ends[p.job_id] = frame.now + p.grace
 
 

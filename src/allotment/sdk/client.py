@@ -222,6 +222,11 @@ class Client:
         """Release a held job (an admin hold: administrators only)."""
         return self._post(m.JobSummary, f"/jobs/{job_id}/release")
 
+    def requeue(self, job_id: str, *, hold: bool = False) -> m.JobSummary:
+        """Requeue a running batch job: the engine stops its run (with its grace) and puts it back in the queue with
+        the same id; `hold` puts it back held (scontrol requeuehold)."""
+        return self._post(m.JobSummary, f"/jobs/{job_id}/requeue", {"hold": True} if hold else None)
+
     def update(
         self,
         job_id: str,

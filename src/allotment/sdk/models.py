@@ -40,6 +40,8 @@ class JobSummary(Model):
     cancel_requested_at: int | None = None
     hold: str | None = None
     """user or admin while the job is held (the scheduler does not consider it), else None."""
+    requeues: int = 0
+    """How many requeues of a run were asked (allot requeue; Slurm's Restarts)."""
 
     @property
     def total_gpus(self) -> int:

@@ -289,6 +289,7 @@ def summary(row: JobRow | NewJob) -> JobSummary:
         updated_at=row.updated_at,
         cancel_requested_at=row.cancel_requested_at,
         hold=row.hold,
+        requeues=row.requeues,
     )
 
 

@@ -39,6 +39,8 @@ class JobSummary(View):
     cancel_requested_at: int | None
     hold: str | None = None
     """user or admin while the job is held (scontrol hold; the scheduler does not consider it), else None."""
+    requeues: int = 0
+    """How many requeues of a run were asked (scontrol requeue; Slurm's Restarts)."""
 
 
 class JobEvent(View):

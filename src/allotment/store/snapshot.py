@@ -101,9 +101,15 @@ _NODES = select(
 _BUDGETS = select(BudgetRow.name, BudgetRow.parent, BudgetRow.allocation_micro, BudgetRow.max_gpus).order_by(
     BudgetRow.name
 )
-_ACTIVE = select(JobRow.id, JobRow.state, JobRow.cancel_requested_at, JobRow.hold, JobRow.revision).where(
-    JobRow.state.in_(ACTIVE_STATES)
-)
+_ACTIVE = select(
+    JobRow.id,
+    JobRow.state,
+    JobRow.cancel_requested_at,
+    JobRow.hold,
+    JobRow.revision,
+    JobRow.requeue_attempt,
+    JobRow.attempt,
+).where(JobRow.state.in_(ACTIVE_STATES))
 _WINDOWS = select(
     WindowRow.id,
     WindowRow.budget,
@@ -179,7 +185,10 @@ def load_snapshot(
         Budget(name, parent, allocation, max_gpus) for name, parent, allocation, max_gpus in conn.execute(_BUDGETS)
     ]
     open_runs = [OpenRunRow(r[0], r[1], r[2], r[3], r[4], r[5], tuple(r[6:])) for r in conn.execute(_OPEN_RUNS)]
-    active = [(jid, state, cancel is not None, hold, rev) for jid, state, cancel, hold, rev in conn.execute(_ACTIVE)]
+    active = [
+        (jid, state, cancel is not None, hold, rev, requeue == attempt)  # a request made of the run open now
+        for jid, state, cancel, hold, rev, requeue, attempt in conn.execute(_ACTIVE)
+    ]
     windows = tuple(
         CapacityWindow(wid, budget, cluster, gpu_type, gpus, start, end)
         for wid, budget, cluster, gpu_type, gpus, start, end in conn.execute(_WINDOWS, {"now": now})

@@ -1,8 +1,8 @@
 """/jobs job control: cancel by filter (POST /jobs/cancel), hold and release (POST /jobs/{id}/hold, /release),
-update a pending job (PATCH /jobs/{id}).
+update a pending job (PATCH /jobs/{id}), requeue a running one (POST /jobs/{id}/requeue).
 
 Owns: the HTTP shape of the job-control use cases (status codes, bodies).
-Must not: hold rules: service.jobcontrol, service.holds and service.jobedit do.
+Must not: hold rules: service.jobcontrol, service.holds, service.jobedit and service.requeues do.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from fastapi import APIRouter
 
 from allotment.api.auth import Caller, Ctx
 from allotment.api.errors import ERROR_RESPONSES
-from allotment.service import holds, jobcontrol, jobedit
+from allotment.service import holds, jobcontrol, jobedit, requeues
 from allotment.service.views import JobSummary, JobUpdated
 
 router = APIRouter(prefix="/jobs", tags=["jobs"], responses=ERROR_RESPONSES)
@@ -48,3 +48,12 @@ def update(job_id: str, body: jobedit.JobUpdate, ctx: Ctx, caller: Caller) -> Jo
     submission does (422 naming the field, and nothing changes); only a pending job is updated (409); who may: as
     cancel. The answer lists each field's before and after; the engine sees the change in its next cycle."""
     return jobedit.update_job(ctx, caller, job_id, body)
+
+
+@router.post("/{job_id}/requeue", response_model=JobSummary)
+def requeue(job_id: str, ctx: Ctx, caller: Caller, body: requeues.RequeueRequest | None = None) -> JobSummary:
+    """Requeue a running batch job (scontrol requeue): the engine's next cycle stops its run with the job's grace
+    (SIGTERM, then SIGKILL) and puts it back in the queue with the same id; what the run used stays charged. `hold`:
+    put it back held (scontrol requeuehold; an administrator's hold is an admin hold). A job that is not running, is
+    being cancelled, or is a session is 409; who may: as cancel. `requeues` counts the requests."""
+    return requeues.requeue_job(ctx, caller, job_id, body)

@@ -200,7 +200,14 @@ class MemoryCycle:
             usage={b: decayed(u, as_of, now, half_life) for b, (u, as_of) in s.usage.items()},
             open_runs=open_rows,
             active=[
-                (jid, rec.state, rec.cancel_requested_at is not None, rec.hold, rec.revision)
+                (
+                    jid,
+                    rec.state,
+                    rec.cancel_requested_at is not None,
+                    rec.hold,
+                    rec.revision,
+                    rec.requeue_attempt == rec.attempt,
+                )
                 for jid, rec in s.active.items()
             ],
             fill=fill,
