@@ -73,6 +73,13 @@ def eli_running_job(api: Api) -> str:
     return str(api.running_job)  # type: ignore[attr-defined]
 
 
+def eli_array(api: Api) -> str:
+    body = {"spec": {"budget": "segmentation", "command": ["train"], "array": "0-2%1"}}
+    response = api.call("POST", "/jobs", "eli", body)
+    assert response.status_code == 201, response.text
+    return str(response.json()["array"]["id"])
+
+
 def eli_session(api: Api) -> str:
     response = api.call("POST", "/sessions", "eli", {"budget": "segmentation", "gpus": 1})
     assert response.status_code == 201, response.text
@@ -121,6 +128,10 @@ CASES = [
     Case("release job", "POST", lambda a: f"/jobs/{eli_job(a)}/release", MANAGE),
     Case("update job", "PATCH", lambda a: f"/jobs/{eli_job(a)}", MANAGE, lambda a: {"priority": 3}),
     Case("requeue job", "POST", lambda a: f"/jobs/{eli_running_job(a)}/requeue", MANAGE),
+    Case("get array", "GET", lambda a: f"/arrays/{eli_array(a)}", VIEW),
+    Case("cancel array", "POST", lambda a: f"/arrays/{eli_array(a)}/cancel", MANAGE),
+    Case("hold array", "POST", lambda a: f"/arrays/{eli_array(a)}/hold", MANAGE),
+    Case("release array", "POST", lambda a: f"/arrays/{eli_array(a)}/release", MANAGE),
     Case(
         "cancel by filter, own jobs",
         "POST",
@@ -208,6 +219,10 @@ def test_every_route_is_in_the_matrix(api: Api) -> None:
         ("PATCH", "/jobs/{job_id}"),
         ("POST", "/jobs/{job_id}/requeue"),
         ("POST", "/jobs/cancel"),
+        ("GET", "/arrays/{array_id}"),
+        ("POST", "/arrays/{array_id}/cancel"),
+        ("POST", "/arrays/{array_id}/hold"),
+        ("POST", "/arrays/{array_id}/release"),
         ("GET", "/jobs/{job_id}/logs"),
         ("GET", "/jobs/{job_id}/why"),
         ("POST", "/sessions"),

@@ -215,6 +215,7 @@ def test_models_mirror_the_api_views() -> None:
         views.HistoryPage: models.HistoryPage,
         views.SessionRoomView: models.SessionRoom, views.ChargeLine: models.ChargeLine,
         views.FieldChange: models.FieldChange, views.JobUpdated: models.JobUpdated,
+        views.ArrayInfo: models.ArrayInfo, views.ArrayView: models.ArrayView, views.ArrayControl: models.ArrayControl,
     }  # fmt: skip
     published = {v for v in vars(views).values() if isinstance(v, type) and issubclass(v, views.View)}
     assert published - {views.View} == set(pairs)

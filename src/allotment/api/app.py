@@ -16,7 +16,19 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from allotment.api import docs, errors
 from allotment.api.limits import Limits
-from allotment.api.routers import auth, budgets, dashboard, health, jobcontrol, jobs, nodes, plans, reports, simreports
+from allotment.api.routers import (
+    arrays,
+    auth,
+    budgets,
+    dashboard,
+    health,
+    jobcontrol,
+    jobs,
+    nodes,
+    plans,
+    reports,
+    simreports,
+)
 from allotment.api.routers import sessions as session_routes
 from allotment.config import AllotmentConfig, load_config
 from allotment.engine.setup import Settings
@@ -78,7 +90,20 @@ def create_app(
     app.state.limits = Limits.of(settings)
     bounds.install(app, settings.max_body_bytes)
     ops_http.install(app)
-    routers = (health, auth, jobcontrol, jobs, session_routes, budgets, plans, nodes, reports, simreports, dashboard)
+    routers = (
+        health,
+        auth,
+        jobcontrol,
+        jobs,
+        arrays,
+        session_routes,
+        budgets,
+        plans,
+        nodes,
+        reports,
+        simreports,
+        dashboard,
+    )
     for module in routers:
         app.include_router(module.router)
     docs.install(app)

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from allotment.config.fields import Duration, FreeText, Name, Text
-from allotment.config.limits import MAX_ARGS, MAX_CHOICES, MAX_REQUEST_ID, MAX_TOKEN_NAME
+from allotment.config.limits import MAX_ARGS, MAX_ARRAY_CHARS, MAX_CHOICES, MAX_REQUEST_ID, MAX_TOKEN_NAME
 from allotment.service.specs import Argument, Env, GpuCount
 
 RequestId = Annotated[Text, Field(max_length=MAX_REQUEST_ID)]
@@ -31,6 +31,8 @@ class SubmitRequest(_Body):
     yaml: Text | None = None
     request_id: RequestId | None = None
     """Idempotency key (or send the Idempotency-Key header): a retry returns the job the first request created."""
+    array: Annotated[Text, Field(max_length=MAX_ARRAY_CHARS)] | None = None
+    """A job array's indices, e.g. `0-999%50`, overriding the spec's `array` (sbatch --array on the command line)."""
 
 
 class SessionBody(_Body):

@@ -113,6 +113,7 @@ def _start(
         image=job.image,
         cpus=_per_node(job.cpus, job.gpus, s.placement),
         memory=_per_node(job.memory, job.gpus, s.placement),
+        array=job.array,
     )
     changes.intents.append(LaunchIntent(run_id, spec))
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from allotment.changes.records import IntentChange, LaunchIntent
 from allotment.core.model import Allocation
-from allotment.ports.executor import LaunchSpec
+from allotment.ports.executor import ArrayPosition, LaunchSpec
 from allotment.ports.store import Intent, IntentKind
 
 
@@ -37,6 +37,8 @@ def encode(intent: IntentChange) -> tuple[IntentKind, str, int, str, dict[str, A
             "cpus": s.cpus,
             "memory": s.memory,
         }
+        if s.array is not None:
+            payload["array"] = s.array.as_json()
         return IntentKind.LAUNCH, s.job_id, s.attempt, intent.run_id, payload
     return IntentKind.TERMINATE, intent.job_id, intent.attempt, intent.run_id, {"grace": intent.grace}
 
@@ -62,5 +64,6 @@ def decode(row_id: int, kind: str, job_id: str, attempt: int, payload: Mapping[s
         image=p.get("image"),
         cpus=int(p.get("cpus") or 0),
         memory=int(p.get("memory") or 0),
+        array=ArrayPosition.of(p.get("array")),
     )
     return Intent(row_id, k, job_id, attempt, spec, spec.grace)

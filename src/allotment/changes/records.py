@@ -18,7 +18,7 @@ from allotment.core.model import Allocation, Micro, PolicyConfig, RunClass, Seco
 from allotment.ledger.charges import Meter
 from allotment.ledger.entries import INFRASTRUCTURE, Entry, EntryKind
 from allotment.ledger.periods import PeriodSpec, Rollover
-from allotment.ports.executor import LaunchSpec
+from allotment.ports.executor import ArrayPosition, LaunchSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +89,8 @@ class JobFacts:
     """CPUs per replica (0: no request; decision 60)."""
     memory: int = 0
     """MiB of memory per replica (0: no request)."""
+    array: ArrayPosition | None = None
+    """The job array it is a task of, and its index there (its spec's `array`)."""
 
 
 # -- what a store writes ---------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Owns: which active jobs a snapshot holds (a pending job whose run has not ended yet is left out, a pending job whose
 cancellation was asked is left out and named for changes.decisions.cancelled_pending, a pending job the eligibility
-gate keeps out, held for instance, is left out with the reason it waits: changes.eligibility), a running job built
+gate keeps out, held for instance or a task past its array's `%N`, is left out with the reason it waits:
+changes.eligibility, for which it counts each limited array's active and waiting tasks), a running job built
 from its open run (and built again only when one of that run's columns changed: SnapshotCache), each account's
 balance less what its open runs have accrued but not yet posted (`unposted`), a job as submitted read again when an
 update raised its revision (service.jobedit), and the snapshot's job order (by id, whatever order a database
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from allotment.changes.eligibility import gate
+from allotment.changes.eligibility import ArrayLoad, array_throttle, gate
 from allotment.core.decisions import WaitReason
 from allotment.core.jobstate import JobState
 from allotment.core.model import (
@@ -88,9 +89,11 @@ class SnapshotCache:
     """The revision each job in `jobs` was read at (a job updated since is read again)."""
 
 
-ActiveRow = tuple[str, str, bool, str | None, int, bool]
+ArrayTask = tuple[str, int, int]
+"""A task of an array with a limit: (array id, index, the array's `%N`)."""
+ActiveRow = tuple[str, str, bool, str | None, int, bool, ArrayTask | None]
 """An active job as a snapshot needs it: (job id, state, cancellation asked, hold or None, revision, requeue of its
-current run asked)."""
+current run asked, ArrayTask or None)."""
 
 
 def unposted(rate: Micro, price: int, price_since: Seconds, charged_until: Seconds, now: Seconds) -> Micro:
@@ -98,6 +101,26 @@ def unposted(rate: Micro, price: int, price_since: Seconds, charged_until: Secon
     if now <= charged_until:
         return 0
     return charge_between(1, rate, price, price_since, charged_until, now)
+
+
+def _array_loads(
+    active: Sequence[ActiveRow], runs: Mapping[str, OpenRunRow], cache: Mapping[str, Job]
+) -> dict[str, ArrayLoad]:
+    """Each limited array's active tasks (holding GPUs: not pending, or a run not ended yet) and waiting ones (pending,
+    cancellation not asked), for the eligibility gate's `%N` rule."""
+    loads: dict[str, ArrayLoad] = {}
+    for jid, state, cancel, hold, _, _, task in active:
+        if task is None:
+            continue
+        array_id, index, limit = task
+        load = loads.get(array_id)
+        if load is None:
+            load = loads[array_id] = ArrayLoad(limit, cache[jid].total_gpus)
+        if state != PENDING or jid in runs:
+            load.active += 1
+        elif not cancel:
+            load.waiting.append((index, jid, hold))
+    return loads
 
 
 def run_of(placement: tuple[Allocation, ...], columns: RunColumns) -> Run:
@@ -127,11 +150,11 @@ def assemble(
     keep: SnapshotCache,
 ) -> Snapshot:
     """The snapshot as of `now` from a store's facts. `active`: (job id, state, cancellation asked, hold, revision,
-    requeue of the open run asked) of every job in an active state; `fill(ids, cache)` puts in `cache` the jobs as
-    submitted (or as last updated) that it does not hold yet or holds at an older revision; `money`: each budget's
-    own balance in the period; `usage`: each budget's usage decayed to `now`. `keep` is updated: the running jobs as
-    built now, the pending jobs whose cancellation was asked, those the gate kept out, and the submitted jobs still
-    active."""
+    requeue of the open run asked, array task) of every job in an active state; `fill(ids, cache)` puts in `cache`
+    the jobs as submitted (or as last updated) that it does not hold yet or holds at an older revision; `money`:
+    each budget's own balance in the period; `usage`: each budget's usage decayed to `now`. `keep` is updated: the
+    running jobs as built now, the pending jobs whose cancellation was asked, those the gate kept out, and the
+    submitted jobs still active."""
     cache = keep.jobs
     runs: dict[str, OpenRunRow] = {}
     accrued: dict[str, Micro] = {}
@@ -148,9 +171,9 @@ def assemble(
     running: dict[str, tuple[tuple[object, ...], Job]] = {}
     asked: list[str] = []
     gated: dict[str, WaitReason] = {}
-    for jid, state, cancel, hold, _, requeue in sorted(
-        active
-    ):  # by id: the order a database returns rows in is no rule
+    throttled = array_throttle(_array_loads(active, runs, cache).items())
+    # by id: the order a database returns rows in is no rule
+    for jid, state, cancel, hold, _, requeue, _ in sorted(active):
         run = runs.get(jid)
         if state == PENDING and (run is not None or cancel):
             if run is None:
@@ -160,7 +183,7 @@ def assemble(
             continue
         job = cache[jid]
         if run is None:
-            kept_out = gate(job, hold)
+            kept_out = gate(job, hold, throttled.get(jid))
             if kept_out is not None:
                 gated[jid] = kept_out
                 continue

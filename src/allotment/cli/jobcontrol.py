@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from allotment.cli import render
+from allotment.cli import arrays, render
 from allotment.cli.common import JsonOption, api_call, client, dump, fail, out
 from allotment.cli.jobs import slurm_time
 from allotment.sdk import models as m
@@ -21,7 +21,8 @@ from allotment.sdk import models as m
 
 def cancel(
     jobs: Annotated[
-        list[str] | None, typer.Argument(help="Job ids (sessions too: this releases them); or use the filters.")
+        list[str] | None,
+        typer.Argument(help="Job ids (sessions too: this releases them; an array's id: all its tasks); or filters."),
     ] = None,
     user: Annotated[str | None, typer.Option("--user", "-u", help="Every active job of this user; me: yours.")] = None,
     budget: Annotated[str | None, typer.Option("--budget", "-b", help="… of this budget (scancel -A).")] = None,
@@ -51,11 +52,16 @@ def cancel(
             else:
                 _print_report(report)
             return
-        done: list[m.JobSummary] = []
+        done: list[m.JobSummary | m.ArrayControl] = []
         for job_id in jobs or []:
-            done.append(api.cancel(job_id))
+            if arrays.is_array_id(job_id):
+                done.append(control := api.cancel_array(job_id))
+                if not as_json:
+                    arrays.print_control(out, control)
+                continue
+            done.append(one := api.cancel(job_id))
             if not as_json:
-                out.print(f"[green]✓[/green] cancel requested for {job_id} ({done[-1].state})")
+                out.print(f"[green]✓[/green] cancel requested for {job_id} ({one.state})")
     if as_json:
         dump(done)
 
@@ -73,7 +79,7 @@ def _print_report(report: m.CancelReport) -> None:
 
 
 def hold(
-    jobs: Annotated[list[str], typer.Argument(help="Pending job ids to hold.")],
+    jobs: Annotated[list[str], typer.Argument(help="Pending job ids to hold (an array's id: its pending tasks).")],
     kind: Annotated[
         str | None,
         typer.Option(
@@ -87,25 +93,35 @@ def hold(
     why` and `allot queue` say which hold. Only pending jobs can be held."""
     if kind is not None and kind not in ("user", "admin"):
         fail(f"--kind must be user or admin, not {kind!r}")
-    done: list[m.JobSummary] = []
+    done: list[m.JobSummary | m.ArrayControl] = []
     with api_call(), client() as api:
         for job_id in jobs:
-            done.append(api.hold(job_id, kind=kind))
+            if arrays.is_array_id(job_id):
+                done.append(control := api.hold_array(job_id, kind=kind))
+                if not as_json:
+                    arrays.print_control(out, control)
+                continue
+            done.append(one := api.hold(job_id, kind=kind))
             if not as_json:
-                out.print(f"[green]✓[/green] {job_id} held ({done[-1].hold} hold)")
+                out.print(f"[green]✓[/green] {job_id} held ({one.hold} hold)")
     if as_json:
         dump(done)
 
 
 def release(
-    jobs: Annotated[list[str], typer.Argument(help="Held job ids to release.")],
+    jobs: Annotated[list[str], typer.Argument(help="Held job ids to release (an array's id: its held tasks).")],
     as_json: JsonOption = False,
 ) -> None:
     """Release held jobs (scontrol release): the scheduler considers them again. Only an administrator releases an
     admin hold."""
-    done: list[m.JobSummary] = []
+    done: list[m.JobSummary | m.ArrayControl] = []
     with api_call(), client() as api:
         for job_id in jobs:
+            if arrays.is_array_id(job_id):
+                done.append(control := api.release_array(job_id))
+                if not as_json:
+                    arrays.print_control(out, control)
+                continue
             done.append(api.release(job_id))
             if not as_json:
                 out.print(f"[green]✓[/green] {job_id} released")

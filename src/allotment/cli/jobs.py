@@ -22,7 +22,7 @@ from rich.console import Group, RenderableType
 from rich.live import Live
 from rich.markup import escape
 
-from allotment.cli import render, session_wait
+from allotment.cli import arrays, render, session_wait
 from allotment.cli.common import EXIT_API, JsonOption, api_call, client, dump, fail, out, read_text
 from allotment.core.jobstate import FINAL
 from allotment.sdk import Client
@@ -31,6 +31,10 @@ from allotment.sdk import models as m
 SLICE_DEFAULT = "Default: the server's policy (default_slice within min_slice…max_slice; the reply shows it)."
 LENGTH_DEFAULT = "Default: the server's policy (default_slice, at most session_max_length)."
 GRACE_DEFAULT = "Default: the server's policy (default_grace, at most max_grace; the reply shows it)."
+ARRAY_HELP = (
+    "A job array (sbatch --array): task indices like 0-999 or 1,3,5-9:2, with %N for at most N at once; each task"
+    " is a job <array>_<index> and sees ALLOT_ARRAY_INDEX."
+)
 ATTACH_HINT = "allot attach {job} --data-dir <the server's data directory>   (on the server's host)"
 
 
@@ -39,12 +43,13 @@ def submit(
     request_id: Annotated[
         str | None, typer.Option("--request-id", help="Idempotency key: a retry returns the first job.")
     ] = None,
+    array: Annotated[str | None, typer.Option("--array", "-a", help=ARRAY_HELP)] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Submit a job spec file. Problems are listed with their field and line; nothing is half-submitted."""
     text = sys.stdin.read() if str(path) == "-" else read_text(path)
     with api_call(), client() as api:
-        result = api.submit(yaml=text, request_id=request_id)
+        result = api.submit(yaml=text, request_id=request_id, array=array)
     _submitted(result, as_json)
 
 
@@ -58,6 +63,10 @@ def _submitted(result: m.Submitted, as_json: bool) -> None:
               f"{render.beside(job)} from "
               f"{job.budget}, {job.contract}" + (f", slice {render.ago(job.slice_seconds)}" if job.contract ==
               "guaranteed" else "") + f", grace {render.ago(job.grace)}")  # fmt: skip
+    if result.array is not None:
+        out.print(arrays.submitted_line(result))
+        out.print(f"  [dim]allot status {result.array.id} · allot why {job.id} · allot cancel {result.array.id}[/dim]")
+        return
     out.print(f"  [dim]allot status {job.id} · allot why {job.id} · allot logs -f {job.id}[/dim]")
 
 
@@ -100,6 +109,7 @@ def run(
         bool, typer.Option("--hold", "-H", help="Submit it held (sbatch -H); `allot release JOB` lets it run.")
     ] = False,
     request_id: Annotated[str | None, typer.Option("--request-id", help="Idempotency key.")] = None,
+    array: Annotated[str | None, typer.Option("--array", "-a", help=ARRAY_HELP)] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Submit a command without a spec file: `allot run --gpus 8 --budget pretrain -- python train.py --lr 3e-4`."""
@@ -142,6 +152,8 @@ def run(
         spec["image"] = image
     if hold:
         spec["hold"] = True
+    if array is not None:
+        spec["array"] = array
     with api_call(), client() as api:
         result = api.submit(spec, request_id=request_id)
     _submitted(result, as_json)
@@ -307,7 +319,8 @@ class _ActiveQueue:
         if not running and not pending:
             return "[dim]no jobs match[/dim]"
         title = f"Queue ({len(running)} running, {total} pending; pending in scheduling order)"
-        table = render.active_table(running, pending, title=title, width=out.width, columns=self.columns)
+        pending_lines = arrays.collapse(pending)  # one array's tasks that wait alike: one line, as squeue shows
+        table = render.active_table(running, pending_lines, title=title, width=out.width, columns=self.columns)
         if not next_cursor:
             return table
         return Group(table, f"[dim]more: allot queue --cursor {next_cursor} (or --all)[/dim]")
@@ -369,8 +382,17 @@ def _listing(
         out.print(f"[dim]more: allot queue --cursor {page.next_cursor} (or --all)[/dim]")
 
 
-def status(job: Annotated[str, typer.Argument(help="The job id.")], as_json: JsonOption = False) -> None:
-    """A job in full: its spec, state history, runs with their slices, and what it was charged."""
+def status(job: Annotated[str, typer.Argument(help="The job id, or an array's.")], as_json: JsonOption = False) -> None:
+    """A job in full: its spec, state history, runs with their slices, and what it was charged. An array's id
+    (scontrol show job ARRAY) shows how many of its tasks are in each state, and which."""
+    if arrays.is_array_id(job):
+        with api_call(), client() as api:
+            array = api.array(job)
+        if as_json:
+            dump(array)
+        else:
+            arrays.print_array(out, array)
+        return
     with api_call(), client() as api:
         detail = api.job(job)
     if as_json:

@@ -45,6 +45,13 @@ MAX_TOKEN_NAME = 200
 MAX_REQUEST_ID = 150
 """Characters of a client request id (Idempotency-Key)."""
 
+MAX_ARRAY_TASKS = 10_000
+"""Tasks of one job array (sbatch --array; Slurm's MaxArraySize defaults to 1001): one submission writes them all."""
+MAX_ARRAY_INDEX = 999_999
+"""The largest index of an array task."""
+MAX_ARRAY_CHARS = 1000
+"""Characters of an array's index expression (`0-999%50`)."""
+
 MAX_GPUS_PER_REPLICA = 1024
 """GPUs per replica in any request (the fleet's largest node bounds it further: service.shapes)."""
 MAX_REPLICAS = 65536

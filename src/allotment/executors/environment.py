@@ -51,6 +51,9 @@ def job_environment(spec: LaunchSpec, rank: int) -> dict[str, str]:
       ALLOT_GPUS (the number of GPUs this process was given), ALLOT_NODES (every node of the attempt, comma-
       separated, in replica order), ALLOT_REPLICA (this replica's rank) and ALLOT_REPLICAS (how many there
       are).
+    - For a task of a job array (Slurm's SLURM_ARRAY_*): ALLOT_ARRAY_JOB_ID (the array's id), ALLOT_ARRAY_INDEX
+      (this task's index; SLURM_ARRAY_TASK_ID), ALLOT_ARRAY_TASK_COUNT, ALLOT_ARRAY_TASK_MIN and
+      ALLOT_ARRAY_TASK_MAX (the array's lowest and highest index).
     """
     allocation: Allocation = spec.placement[rank]
     env = {k: v for k, v in spec.env.items() if not is_managed(k)}
@@ -73,6 +76,17 @@ def job_environment(spec: LaunchSpec, rank: int) -> dict[str, str]:
             "ALLOT_REPLICAS": str(len(spec.placement)),
         }
     )
+    if spec.array is not None:
+        a = spec.array
+        env.update(
+            {
+                "ALLOT_ARRAY_JOB_ID": a.array_id,
+                "ALLOT_ARRAY_INDEX": str(a.index),
+                "ALLOT_ARRAY_TASK_COUNT": str(a.count),
+                "ALLOT_ARRAY_TASK_MIN": str(a.first),
+                "ALLOT_ARRAY_TASK_MAX": str(a.last),
+            }
+        )
     return env
 
 

@@ -32,6 +32,29 @@ class ExecutorUnavailable(RuntimeError):
 
 
 @dataclass(frozen=True, slots=True)
+class ArrayPosition:
+    """Where a task of a job array stands in it (Slurm's SLURM_ARRAY_* variables): the array's id, this task's
+    index, how many tasks the array has and its lowest and highest index."""
+
+    array_id: str
+    index: int
+    count: int
+    first: int
+    last: int
+
+    def as_json(self) -> dict[str, object]:
+        """As a job's spec and an outbox payload keep it."""
+        return {"id": self.array_id, "index": self.index, "count": self.count, "min": self.first, "max": self.last}
+
+    @staticmethod
+    def of(raw: object) -> ArrayPosition | None:
+        """From `as_json`'s mapping (None for a job that is no array task)."""
+        if not isinstance(raw, Mapping):
+            return None
+        return ArrayPosition(str(raw["id"]), int(raw["index"]), int(raw["count"]), int(raw["min"]), int(raw["max"]))
+
+
+@dataclass(frozen=True, slots=True)
 class LaunchSpec:
     job_id: str
     attempt: int
@@ -52,6 +75,8 @@ class LaunchSpec:
     request per replica); 0: no request (decision 60)."""
     memory: int = 0
     """MiB of memory the run holds on each node of its placement; 0: no request."""
+    array: ArrayPosition | None = None
+    """The job array this attempt's job is a task of, and its index there (ALLOT_ARRAY_*)."""
 
 
 class EventKind(StrEnum):

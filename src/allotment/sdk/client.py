@@ -117,15 +117,23 @@ class Client:
     # -- jobs -----------------------------------------------------------------------------------------------------
 
     def submit(
-        self, spec: Mapping[str, Any] | None = None, *, yaml: str | None = None, request_id: str | None = None
+        self,
+        spec: Mapping[str, Any] | None = None,
+        *,
+        yaml: str | None = None,
+        request_id: str | None = None,
+        array: str | None = None,
     ) -> m.Submitted:
         """Submit a job spec, as a mapping or as YAML text (whose problems carry line numbers). A `request_id` makes
-        the submission idempotent: a retry returns the job the first request created (`created` is False)."""
+        the submission idempotent: a retry returns the job the first request created (`created` is False). `array`
+        (`0-999%50`) submits a job array, overriding the spec's `array` (the answer's `array` names it)."""
         if (spec is None) == (yaml is None):
             raise ValueError("give either spec or yaml")
         body: dict[str, Any] = {"spec": dict(spec)} if spec is not None else {"yaml": yaml}
         if request_id is not None:
             body["request_id"] = request_id
+        if array is not None:
+            body["array"] = array
         return self._post(m.Submitted, "/jobs", body)
 
     def jobs(
@@ -247,6 +255,22 @@ class Client:
                  "clusters": None if clusters is None else list(clusters), "name": name}  # fmt: skip
         body = {k: v for k, v in asked.items() if v is not None}
         return m.JobUpdated.model_validate(self.request("PATCH", f"/jobs/{job_id}", json=body))
+
+    def array(self, array_id: str) -> m.ArrayView:
+        """A job array: its tasks counted per state, with their indices."""
+        return self._get(m.ArrayView, f"/arrays/{array_id}")
+
+    def cancel_array(self, array_id: str) -> m.ArrayControl:
+        """Cancel every active task of the array (one task: `cancel(task id)`)."""
+        return self._post(m.ArrayControl, f"/arrays/{array_id}/cancel")
+
+    def hold_array(self, array_id: str, *, kind: str | None = None) -> m.ArrayControl:
+        """Hold every pending task of the array (`kind` as for `hold`)."""
+        return self._post(m.ArrayControl, f"/arrays/{array_id}/hold", _params(kind=kind))
+
+    def release_array(self, array_id: str) -> m.ArrayControl:
+        """Release every held task of the array."""
+        return self._post(m.ArrayControl, f"/arrays/{array_id}/release")
 
     def cancel_matching(
         self,

@@ -42,6 +42,9 @@ class JobSummary(Model):
     """user or admin while the job is held (the scheduler does not consider it), else None."""
     requeues: int = 0
     """How many requeues of a run were asked (allot requeue; Slurm's Restarts)."""
+    array_id: str | None = None
+    """The job array this job is a task of (its id is `<array_id>_<array_index>`), else None."""
+    array_index: int | None = None
 
     @property
     def total_gpus(self) -> int:
@@ -146,9 +149,42 @@ class JobDetail(JobSummary):
     """MiB of memory per replica (0: no request)."""
 
 
+class ArrayInfo(Model):
+    """A job array as its submission created it."""
+
+    id: str
+    expression: str
+    tasks: int
+    limit: int | None = None
+
+
 class Submitted(Model):
     job: JobDetail
+    """The job; for an array, its first task."""
     created: bool
+    array: ArrayInfo | None = None
+
+
+class ArrayView(Model):
+    """A job array: its tasks per state (`counts`, and `held`) and their indices (`0-49,60`)."""
+
+    id: str
+    name: str
+    budget: str
+    user: str
+    expression: str
+    tasks: int
+    limit: int | None = None
+    counts: dict[str, int] = Field(default_factory=dict)
+    indices: dict[str, str] = Field(default_factory=dict)
+
+
+class ArrayControl(Model):
+    """What cancel, hold or release did to an array's tasks."""
+
+    array: ArrayView
+    action: str
+    changed: int
 
 
 class JobPage(Model):

@@ -39,12 +39,11 @@ class HoldRequest(BaseModel):
 
 def hold_job(ctx: Context, principal: Principal, job_id: str, request: HoldRequest | None = None) -> JobSummary:
     """Hold a pending job: the scheduler stops considering it until it is released."""
-    kind = (request.kind if request is not None else None) or (HOLD_ADMIN if principal.admin else HOLD_USER)
+    kind = hold_kind(principal, request)
     with ctx.sessions.begin() as session:
         row = visible_job(session, principal, job_id)
         _may_manage(principal, row, "hold", session_parents=budget_parents(session))
-        if kind == HOLD_ADMIN and not principal.admin:
-            raise Forbidden(f"{principal.user} may not set an admin hold on {job_id}: administrators only")
+        may_set(principal, kind, job_id)
         if row.state != JobState.PENDING.value:
             raise Conflict(
                 f"job {job_id} is {row.state}: only a pending job can be held (cancel it, or requeue it to hold it"
@@ -52,7 +51,7 @@ def hold_job(ctx: Context, principal: Principal, job_id: str, request: HoldReque
             )
         if row.cancel_requested_at is not None:
             raise Conflict(f"job {job_id} is being cancelled: it cannot be held")
-        new = HOLD_ADMIN if HOLD_ADMIN in (row.hold, kind) else HOLD_USER
+        new = held_as(row.hold, kind)
         if row.hold != new:
             now = ctx.now()
             audit(session, at=now, actor=principal.user, action="jobs.hold", target=job_id,
@@ -69,11 +68,7 @@ def release_job(ctx: Context, principal: Principal, job_id: str) -> JobSummary:
     with ctx.sessions.begin() as session:
         row = visible_job(session, principal, job_id)
         _may_manage(principal, row, "release", session_parents=budget_parents(session))
-        if row.hold == HOLD_ADMIN and not principal.admin:
-            raise Forbidden(
-                f"job {job_id} is held by an administrator (admin hold): {principal.user} may not release it;"
-                " ask an administrator"
-            )
+        may_release(principal, row.hold, f"job {job_id}")
         if row.state != JobState.PENDING.value:  # a held job cancelled while held ends with its hold
             raise Conflict(f"job {job_id} is {row.state}: only a pending job is held or released")
         if row.hold is not None:
@@ -84,6 +79,31 @@ def release_job(ctx: Context, principal: Principal, job_id: str) -> JobSummary:
         result = summary(row)
     ctx.notify()
     return result
+
+
+def hold_kind(principal: Principal, request: HoldRequest | None) -> str:
+    """The hold asked for: the request's kind, or Slurm's default for the principal's role."""
+    return (request.kind if request is not None else None) or (HOLD_ADMIN if principal.admin else HOLD_USER)
+
+
+def may_set(principal: Principal, kind: str, target: str) -> None:
+    """Forbidden unless the principal may set a hold of this kind (an admin hold: administrators only)."""
+    if kind == HOLD_ADMIN and not principal.admin:
+        raise Forbidden(f"{principal.user} may not set an admin hold on {target}: administrators only")
+
+
+def held_as(current: str | None, kind: str) -> str:
+    """The hold a job has after a hold of `kind` is asked on top of `current`: an admin hold is never weakened."""
+    return HOLD_ADMIN if HOLD_ADMIN in (current, kind) else HOLD_USER
+
+
+def may_release(principal: Principal, current: str | None, target: str) -> None:
+    """Forbidden when the hold is an admin hold and the principal no administrator."""
+    if current == HOLD_ADMIN and not principal.admin:
+        raise Forbidden(
+            f"{target} is held by an administrator (admin hold): {principal.user} may not release it;"
+            " ask an administrator"
+        )
 
 
 def _may_manage(principal: Principal, row: JobRow, verb: str, *, session_parents: dict[str, str | None]) -> None:

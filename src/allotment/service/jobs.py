@@ -1,12 +1,12 @@
 """Jobs: submit from a spec, list, show, cancel.
 
-Owns: the deployment's rules on a spec (the budget exists, is a leaf and the user may charge it; GPU types and
-clusters exist; some pool of the fleet could ever hold the gang (service.shapes); slice, grace and session limits
-fit the policy; an omitted slice or grace takes the policy's default, clamped to its limits: `slice_of`,
-`grace_of`), idempotent submission by client request id
-(scoped to the user), listing with filters and cursor pagination (newest first), the job detail (history, runs,
-slices, charges) and cancellation requests. Every check happens before the one transaction that writes, so a
-rejected submission leaves the database as it was.
+Owns: the deployment's rules on a spec (the budget exists, is a leaf and the user may charge it; GPU types and clusters
+exist; some pool of the fleet could ever hold the gang (service.shapes); slice, grace and session limits fit the policy;
+an omitted slice or grace takes the policy's default, clamped to its limits: `slice_of`, `grace_of`), idempotent
+submission by client request id (scoped to the user; a job array's tasks all in the one transaction, the retry of an
+array creating none), listing with filters and cursor pagination (newest first), the job detail (history, runs, slices,
+charges) and cancellation requests. Every check happens before the one transaction that writes, so a rejected submission
+leaves the database as it was.
 
 Must not: start, stop or place anything: the store records the request and the engine acts on it.
 """
@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from allotment.changes.eligibility import HOLD_USER
+from allotment.config.arrays import ArrayRange
 from allotment.config.errors import Loc
 from allotment.config.limits import MAX_REQUEST_ID
 from allotment.core.model import ContractClass, JobKind, PolicyConfig
@@ -42,6 +43,7 @@ from allotment.service.principal import Principal, budget_parents
 from allotment.service.shapes import NodeKind, PoolShape, read_kinds, read_shapes, short_of, unfittable
 from allotment.service.specs import JobSpec
 from allotment.service.views import (
+    ArrayInfo,
     ChargeView,
     JobDetail,
     JobEvent,
@@ -53,6 +55,7 @@ from allotment.service.views import (
 )
 from allotment.service.yamlinput import Document
 from allotment.store.db import reading
+from allotment.store.jobcontrol import array_indices
 from allotment.store.jobs import NewJob, Submission, request_cancel, submit_many
 from allotment.store.records import FINAL_STATES, JOB_STATES, job_events
 from allotment.store.statements import gpus_of
@@ -211,18 +214,28 @@ def _submit_batch(ctx: Context, requests: Sequence[SubmitRequest]) -> list[Submi
                 out[i] = exc
         rows = submit_many(session, [sub for _, sub in accepted], ctx.now())
         for (i, sub), (row, created) in zip(accepted, rows, strict=True):
-            if not created and (row.budget, row.spec["command"], row.gpus, row.replicas, row.kind) != (
-                sub.budget,
-                list(sub.command),
-                sub.gpus,
-                sub.replicas,
-                sub.kind.value,
-            ):
+            if not created and (
+                row.budget,
+                row.spec["command"],
+                row.gpus,
+                row.replicas,
+                row.kind,
+                row.array_id is None,
+            ) != (sub.budget, list(sub.command), sub.gpus, sub.replicas, sub.kind.value, sub.array is None):
                 request_id = requests[i].request_id
                 out[i] = Conflict(f"request id {request_id!r} was used for another submission ({row.id})")
                 continue
             detail = _new_detail(row) if isinstance(row, NewJob) else _detail(session, row)
-            out[i] = Submitted(job=detail, created=created)
+            array = None
+            if row.array_id is not None:
+                indices = sub.array.indices if created and sub.array else array_indices(session, row.array_id)
+                array = ArrayInfo(
+                    id=row.array_id,
+                    expression=ArrayRange(tuple(indices), row.array_limit).expression,
+                    tasks=len(indices),
+                    limit=row.array_limit,
+                )
+            out[i] = Submitted(job=detail, created=created, array=array)
     return [r for r in out if r is not None]
 
 
@@ -268,6 +281,7 @@ def _submission(
         cpus=spec.resources.cpus,
         memory=spec.resources.memory,
         hold=HOLD_USER if spec.hold else None,
+        array=spec.array,
     )
 
 
@@ -290,6 +304,8 @@ def summary(row: JobRow | NewJob) -> JobSummary:
         cancel_requested_at=row.cancel_requested_at,
         hold=row.hold,
         requeues=row.requeues,
+        array_id=row.array_id,
+        array_index=row.array_index,
     )
 
 

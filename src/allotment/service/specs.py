@@ -2,11 +2,11 @@
 
 Owns: the JobSpec model (name, budget, command as an argv list or a shell-like string split with shlex, image, env,
 workdir, resources {gpus, cpus and memory per replica, replicas, gpu_types, clusters}, contract {class, slice,
-fallback_opportunistic}, kind, priority, grace, max_runtime, requeue, hold), `parse_spec` for YAML text with field, line
-and reason for every problem, and `spec_from_data` for JSON. Durations are seconds or strings like 30m, 8h, 2d;
-memory is MiB or strings like 512M, 16G. Unknown keys are errors; a spec names no user: jobs always run as the
-authenticated user. An omitted slice or grace stays None here: the server's policy supplies it (service.jobs), so
-every client gets the same default.
+fallback_opportunistic}, kind, priority, grace, max_runtime, requeue, hold, array), `parse_spec` for YAML text with
+field, line and reason for every problem, and `spec_from_data` for JSON. Durations are seconds or strings like 30m, 8h,
+2d; memory is MiB or strings like 512M, 16G; an array is Slurm's `--array` expression, `0-999%50` (config.arrays).
+Unknown keys are errors; a spec names no user: jobs always run as the authenticated user. An omitted slice or grace
+stays None here: the server's policy supplies it (service.jobs), so every client gets the same default.
 
 Must not: check what depends on the deployment (the budget, the fleet, the policy's limits): service.jobs does.
 """
@@ -22,12 +22,16 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
+    PlainValidator,
     StrictBool,
     StrictInt,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
 
+from allotment.config.arrays import ArrayRange, parse_array
 from allotment.config.fields import Cpus, Duration, Memory, Name, Text
 from allotment.config.gpus import whole_gpus
 from allotment.config.limits import (
@@ -45,7 +49,7 @@ from allotment.config.limits import (
 )
 from allotment.core.model import ContractClass, JobKind
 from allotment.executors.environment import is_managed
-from allotment.service.yamlinput import Document, from_data, from_text
+from allotment.service.yamlinput import Document, from_data, from_text, validate
 
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 MAX_PRIORITY = 1000
@@ -104,6 +108,25 @@ def _gpu_count(value: object) -> object:
     return value
 
 
+def _array(value: object) -> ArrayRange:
+    if isinstance(value, ArrayRange):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str):
+        raise ValueError("write the task indices as text, e.g. 0-999%50 or 1,3,5-9:2%4")
+    return parse_array(value)
+
+
+ArrayField = Annotated[
+    ArrayRange,
+    PlainValidator(_array),
+    PlainSerializer(lambda a: a.expression, return_type=str),
+    WithJsonSchema({"type": "string", "examples": ["0-999%50", "1,3,5-9:2%4"]}),
+]
+"""A job array's task indices and limit (sbatch --array), written as Slurm writes them (config.arrays)."""
+
+
 GpuCount = Annotated[StrictInt, BeforeValidator(_gpu_count), Field(ge=1, le=MAX_GPUS_PER_REPLICA)]
 """A whole number of GPUs, 1 or more (config/gpus.py's rule for fractional and zero counts)."""
 
@@ -158,6 +181,9 @@ class JobSpec(_Model):
     """Go back to the queue after a preemption."""
     hold: StrictBool = False
     """Submit it held (sbatch --hold): a user hold, released with `allot release` (service.holds)."""
+    array: ArrayField | None = None
+    """Submit a job array (sbatch --array): one task, a job of its own, per index, `%N` of them at most at once;
+    every task is held too when `hold` is set."""
 
     @field_validator("env")
     @classmethod
@@ -172,11 +198,20 @@ class JobSpec(_Model):
         too_large = launch_chars(self.command, self.env)
         if too_large:
             raise ValueError(too_large)
+        if self.array is not None and self.kind is JobKind.SESSION:
+            raise ValueError("a session cannot be a job array: submit an array of batch jobs")
         return self
 
     @property
     def total_gpus(self) -> int:
         return self.resources.gpus * self.resources.replicas
+
+
+def with_array(doc: Document[JobSpec], text: str) -> Document[JobSpec]:
+    """The spec with its array given apart (sbatch --array on the command line overrides the script's), validated
+    again as a whole, so every rule holds for the result; problems keep their lines."""
+    data = {**doc.value.model_dump(by_alias=True), "array": text}
+    return validate(JobSpec, data, doc.root, "job spec")
 
 
 def parse_spec_document(text: str) -> Document[JobSpec]:

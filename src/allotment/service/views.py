@@ -41,6 +41,9 @@ class JobSummary(View):
     """user or admin while the job is held (scontrol hold; the scheduler does not consider it), else None."""
     requeues: int = 0
     """How many requeues of a run were asked (scontrol requeue; Slurm's Restarts)."""
+    array_id: str | None = None
+    """The job array this job is a task of (its id is `<array_id>_<array_index>`), else None."""
+    array_index: int | None = None
 
 
 class JobEvent(View):
@@ -147,10 +150,50 @@ class JobDetail(JobSummary):
     """MiB of memory per replica (0: no request)."""
 
 
+class ArrayInfo(View):
+    """A job array as its submission created it."""
+
+    id: str
+    expression: str
+    """Its task indices and limit, normalised (`0-999%50`)."""
+    tasks: int
+    limit: int | None
+    """The most tasks run at once (`%N`), None: no limit."""
+
+
 class Submitted(View):
     job: JobDetail
+    """The job; for an array, its first task (every task is a job: `<array id>_<index>`)."""
     created: bool
     """False when the request id named a job submitted before (a retry)."""
+    array: ArrayInfo | None = None
+    """The array, when the spec asked for one (`array:`)."""
+
+
+class ArrayView(View):
+    """A job array and where its tasks are: how many in each state, and which (compact index expressions)."""
+
+    id: str
+    name: str
+    budget: str
+    user: str
+    expression: str
+    tasks: int
+    limit: int | None
+    counts: dict[str, int]
+    """Tasks per state (pending, running, preempting, completed, failed, cancelled, lost), and `held` (pending and
+    held, counted in pending too)."""
+    indices: dict[str, str]
+    """The indices of the tasks in each state of `counts`, as `0-49,60`."""
+
+
+class ArrayControl(View):
+    """What cancel, hold or release did to an array's tasks."""
+
+    array: ArrayView
+    action: str
+    changed: int
+    """Tasks this call changed (a task asked to cancel before, already held or not held is not counted)."""
 
 
 class JobPage(View):

@@ -1,8 +1,8 @@
 """Writing job-control requests: cancellation of every active job matching a filter (the engine acts on it in its
 next cycle, as for one job).
 
-Owns: the query that selects the active jobs a filter names (user, budget, states, name) in a stable order, and
-marking their cancellation requests in the caller's transaction.
+Owns: the query that selects the active jobs a filter names (user, budget, states, name) in a stable order, the
+tasks of a job array by index, and marking cancellation requests in the caller's transaction.
 Must not: decide who may cancel what (service.jobcontrol does) or start, stop or place anything (the engine is the
 single writer of scheduling state).
 """
@@ -43,6 +43,21 @@ def active_matching(session: Session, where: JobFilter, *, lock: bool = False) -
     if lock:
         stmt = stmt.with_for_update()
     return list(session.scalars(stmt))
+
+
+def array_tasks(session: Session, array_id: str, *, lock: bool = False) -> list[JobRow]:
+    """The tasks of a job array by index (row locks with `lock`, on databases that have them); empty: no such
+    array."""
+    stmt = select(JobRow).where(JobRow.array_id == array_id).order_by(JobRow.array_index)
+    if lock:
+        stmt = stmt.with_for_update()
+    return list(session.scalars(stmt))
+
+
+def array_indices(session: Session, array_id: str) -> list[int]:
+    """The indices of a job array's tasks, ascending."""
+    stmt = select(JobRow.array_index).where(JobRow.array_id == array_id).order_by(JobRow.array_index)
+    return [i for i in session.scalars(stmt) if i is not None]
 
 
 def request_cancel_all(session: Session, rows: Sequence[JobRow], now: Seconds) -> int:

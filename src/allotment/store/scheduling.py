@@ -25,6 +25,7 @@ from allotment.core.decisions import WaitReason
 from allotment.core.jobstate import JobState
 from allotment.core.model import Micro, PolicyConfig, Seconds, Snapshot
 from allotment.ledger.periods import Period
+from allotment.ports.executor import ArrayPosition
 from allotment.ports.store import CycleReport, Intent
 from allotment.store.accounts import open_period
 from allotment.store.db import in_batches, reading
@@ -184,7 +185,7 @@ def _facts(row: Any) -> JobFacts:
     return JobFacts(
         job_id, JobState(state), budget, user, kind, grace, attempt, bool(requeue), cancel is not None,
         tuple(spec.get("command", ())), dict(spec.get("env") or {}), spec.get("workdir"), spec.get("image"),
-        gpus, cpus, memory,
+        gpus, cpus, memory, ArrayPosition.of(spec.get("array")),
     )  # fmt: skip
 
 

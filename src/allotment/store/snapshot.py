@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.orm import Session
 
-from allotment.changes.snapshot import OpenRunRow, SnapshotCache, assemble, unposted
+from allotment.changes.snapshot import ActiveRow, OpenRunRow, SnapshotCache, assemble, unposted
 from allotment.core.jobstate import ACTIVE_ORDERED
 from allotment.core.model import (
     Allocation,
@@ -109,6 +109,9 @@ _ACTIVE = select(
     JobRow.revision,
     JobRow.requeue_attempt,
     JobRow.attempt,
+    JobRow.array_id,
+    JobRow.array_index,
+    JobRow.array_limit,
 ).where(JobRow.state.in_(ACTIVE_STATES))
 _WINDOWS = select(
     WindowRow.id,
@@ -185,9 +188,17 @@ def load_snapshot(
         Budget(name, parent, allocation, max_gpus) for name, parent, allocation, max_gpus in conn.execute(_BUDGETS)
     ]
     open_runs = [OpenRunRow(r[0], r[1], r[2], r[3], r[4], r[5], tuple(r[6:])) for r in conn.execute(_OPEN_RUNS)]
-    active = [
-        (jid, state, cancel is not None, hold, rev, requeue == attempt)  # a request made of the run open now
-        for jid, state, cancel, hold, rev, requeue, attempt in conn.execute(_ACTIVE)
+    active: list[ActiveRow] = [
+        (
+            jid,
+            state,
+            cancel is not None,
+            hold,
+            rev,
+            requeue == attempt,  # a requeue asked of the run open now
+            None if limit is None else (array_id or "", index or 0, limit),
+        )
+        for jid, state, cancel, hold, rev, requeue, attempt, array_id, index, limit in conn.execute(_ACTIVE)
     ]
     windows = tuple(
         CapacityWindow(wid, budget, cluster, gpu_type, gpus, start, end)

@@ -145,6 +145,12 @@ class JobRow(Base):
     its run."""
     requeues: Mapped[int] = mapped_column(default=0)
     """How many requeues were asked (scontrol's Restarts)."""
+    array_id: Mapped[Name | None] = mapped_column(default=None, index=True)
+    """The job array this job is a task of (`a-<hex>`; its id is `<array_id>_<array_index>`), None for a plain job."""
+    array_index: Mapped[int | None] = mapped_column(default=None)
+    """The task's index in its array (ALLOT_ARRAY_INDEX)."""
+    array_limit: Mapped[int | None] = mapped_column(default=None)
+    """The most tasks of its array that may run at once (`%N`; changes.eligibility), None: no limit."""
 
 
 class JobEventRow(Base):

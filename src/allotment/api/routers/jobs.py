@@ -20,7 +20,7 @@ from allotment.service import explain, history, jobs, queueview
 from allotment.service.dashboard_views import QueuePage
 from allotment.service.errors import BadRequest
 from allotment.service.intake import Intake
-from allotment.service.specs import parse_spec_document, spec_from_data
+from allotment.service.specs import parse_spec_document, spec_from_data, with_array
 from allotment.service.views import HistoryPage, JobDetail, JobPage, JobSummary, LogChunk, Submitted, WhyView
 
 router = APIRouter(prefix="/jobs", tags=["jobs"], responses=ERROR_RESPONSES)
@@ -42,13 +42,17 @@ async def submit(
 ) -> Submitted:
     """Submit a job spec (as an object or YAML text). Returns 201 for a new job, 200 for a retried request.
     Submissions arriving together are written in one transaction (service.intake). Rate limited per user (429
-    with Retry-After); a user in no budget is refused (403) before the spec is read."""
+    with Retry-After); a user in no budget is refused (403) before the spec is read. A spec with `array` (or the
+    body's `array`, which overrides it) creates a job array: every task in the one transaction, the answer's
+    `array` naming it and `job` its first task; a retry with the request id creates none again."""
     if (body.spec is None) == (body.yaml is None):
         raise BadRequest("give the job spec as either `spec` (an object) or `yaml` (text)")
     if body.yaml is not None:
         doc = await run_in_threadpool(parse_spec_document, body.yaml)
     else:
         doc = spec_from_data(body.spec)
+    if body.array is not None:
+        doc = with_array(doc, body.array)
     intake = request.app.state.intake
     assert isinstance(intake, Intake)
     result = await intake.submit(jobs.SubmitRequest(caller, doc, request_key(body.request_id, idempotency_key)))

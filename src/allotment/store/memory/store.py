@@ -3,8 +3,8 @@
 Owns: MemorySchedulingStore — `transaction(now)` yields a MemoryCycle (unit.py) and commits its journal when the
 block ends, or undoes it when the block raises — the intent outbox, the reconciliation reads, and the writes a
 simulation makes outside the engine as the API and the operator would: seeding the fleet and budget tree from a
-configuration, submissions (a job's columns from store/jobs.job_values, as the SQL path inserts them), cancellation
-requests and node states.
+configuration, submissions (a job's columns, or an array's tasks', from store/jobs.job_rows, as the SQL path inserts
+them), cancellation requests and node states.
 
 Must not: hold a scheduling, ledger or metering rule (allotment.changes, allotment.ledger and changes.snapshot do,
 for both stores alike), or be used where state must survive the process (it keeps nothing on disk).
@@ -24,7 +24,7 @@ from allotment.core.jobstate import ACTIVE, JobState
 from allotment.core.model import Budget, CapacityWindow, Cluster, Micro, Node, NodeState, PolicyConfig, Seconds
 from allotment.ledger.entries import INFRASTRUCTURE
 from allotment.ports.store import CycleReport, Intent
-from allotment.store.jobs import Submission, job_values
+from allotment.store.jobs import Submission, job_rows
 from allotment.store.memory.tables import EventRec, JobRec, MemoryState
 from allotment.store.memory.unit import MemoryCycle, forget_views
 from allotment.store.snapshot import JOB_COLUMNS, job_of
@@ -126,20 +126,23 @@ class MemorySchedulingStore:
                 if known is not None:
                     out.append((known, False))
                     continue
-                v = job_values(sub, now)
-                if v["id"] in s.jobs:
-                    raise ValueError(f"job {v['id']} exists")
-                rec = JobRec(
-                    job_of(tuple(v[c] for c in JOB_COLUMNS)), v["name"], v["kind"], v["spec"], v["state"],
-                    v["state_reason"], v["updated_at"], v["attempt"], v["cancel_requested_at"], v["request_id"],
-                    v["hold"],
-                )  # fmt: skip
-                s.journal.put(s.jobs, rec.job.id, rec)
-                s.journal.put(s.active, rec.job.id, rec)
+                rows = job_rows(sub, now)
+                for v in rows:
+                    if v["id"] in s.jobs:
+                        raise ValueError(f"job {v['id']} exists")
+                    rec = JobRec(
+                        job_of(tuple(v[c] for c in JOB_COLUMNS)), v["name"], v["kind"], v["spec"], v["state"],
+                        v["state_reason"], v["updated_at"], v["attempt"], v["cancel_requested_at"], v["request_id"],
+                        v["hold"], array_id=v["array_id"], array_index=v["array_index"],
+                        array_limit=v["array_limit"],
+                    )  # fmt: skip
+                    s.journal.put(s.jobs, rec.job.id, rec)
+                    s.journal.put(s.active, rec.job.id, rec)
+                    s.journal.append(s.events, EventRec(rec.job.id, now, None, JobState.PENDING.value, "submitted"))
+                first = rows[0]["id"]
                 if sub.request_id is not None:
-                    s.journal.put(s.requests, sub.request_id, rec.job.id)
-                s.journal.append(s.events, EventRec(rec.job.id, now, None, JobState.PENDING.value, "submitted"))
-                out.append((rec.job.id, True))
+                    s.journal.put(s.requests, sub.request_id, first)
+                out.append((first, True))
         return out
 
     def request_cancel(self, job_id: str, now: Seconds) -> bool:

@@ -100,6 +100,10 @@ class JobRec:
     """The jobs table's `requeue_attempt`: the attempt a requeue was asked of, or None."""
     requeues: int = 0
     """The jobs table's `requeues`: how many requeues were asked."""
+    array_id: str | None = None
+    """The jobs table's array columns: the array this job is a task of, its index and the array's `%N`."""
+    array_index: int | None = None
+    array_limit: int | None = None
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, MutableMapping
 
 from allotment.changes.intents import encode
 from allotment.changes.records import ChangeSet, JobFacts, OpenRun, Rules
-from allotment.changes.snapshot import OpenRunRow, SnapshotCache, assemble
+from allotment.changes.snapshot import ArrayTask, OpenRunRow, SnapshotCache, assemble
 from allotment.changes.steps import ReasonValues
 from allotment.core.decisions import WaitReason
 from allotment.core.jobstate import ACTIVE, JobState
@@ -22,8 +22,9 @@ from allotment.core.model import Allocation, Job, Micro, Reservation, RunClass, 
 from allotment.ledger.entries import Entry, EntryKind, run_id
 from allotment.ledger.periods import Period, period_at, period_opening
 from allotment.ledger.usage import decayed
+from allotment.ports.executor import ArrayPosition
 from allotment.store.errors import ClosedPeriodError, NoOpenPeriodError
-from allotment.store.memory.tables import EventRec, IntentRec, Journal, MemoryState, PeriodRec, RunRec
+from allotment.store.memory.tables import EventRec, IntentRec, JobRec, Journal, MemoryState, PeriodRec, RunRec
 
 _ACTIVE_VALUES = frozenset(s.value for s in ACTIVE)
 _RUN_CLASSES = {c.value: c for c in RunClass}
@@ -88,8 +89,15 @@ def facts(s: MemoryState, job_id: str) -> JobFacts:
     return JobFacts(
         job_id, JobState(rec.state), j.budget, j.user, rec.kind, j.grace, rec.attempt, j.requeue,
         rec.cancel_requested_at is not None, tuple(spec.get("command", ())), dict(spec.get("env") or {}),
-        spec.get("workdir"), spec.get("image"), j.gpus, j.cpus, j.memory,
+        spec.get("workdir"), spec.get("image"), j.gpus, j.cpus, j.memory, ArrayPosition.of(spec.get("array")),
     )  # fmt: skip
+
+
+def _array_task(rec: JobRec) -> ArrayTask | None:
+    """The jobs table's array columns as the snapshot loader takes them (changes.snapshot.ActiveRow)."""
+    if rec.array_limit is None or rec.array_id is None or rec.array_index is None:
+        return None
+    return (rec.array_id, rec.array_index, rec.array_limit)
 
 
 def post(s: MemoryState, entry: Entry) -> bool:
@@ -207,6 +215,7 @@ class MemoryCycle:
                     rec.hold,
                     rec.revision,
                     rec.requeue_attempt == rec.attempt,
+                    _array_task(rec),
                 )
                 for jid, rec in s.active.items()
             ],
