@@ -1,13 +1,13 @@
 """Which pending jobs the scheduler may consider: the one eligibility gate every store's snapshot passes through.
 
-Owns: the rules that keep a pending job out of the scheduling snapshot, and the reason such a job waits. A job is kept
-out while it is held (Slurm's JobHeldUser / JobHeldAdmin: `HOLD_USER` set by its owner or anyone who may manage it,
-`HOLD_ADMIN` set by an administrator and released only by one); the reason names the hold and who may release it. A task
-of a job array with a limit (`%N`, Slurm's JobArrayTaskLimit) is kept out while N tasks of its array are active: of its
-waiting tasks (pending, not held, not being cancelled) only the first N - active by index are let through, so however
-many the policy starts in one cycle, at most N run at once. A kept-out job is never seen by `core.decide`, so it is
-never started, planned or counted as demand, and its reason is written beside the ones decide() explains
-(changes.steps.reason_changes).
+Owns: the rules that keep a pending job out of the scheduling snapshot, and the reason such a job waits. A job is
+kept out while it is held (Slurm's JobHeldUser / JobHeldAdmin: `HOLD_USER` set by its owner or anyone who may manage
+it, `HOLD_ADMIN` set by an administrator and released only by one); the reason names the hold and who may release
+it. A task of a job array with a limit (`%N`, Slurm's JobArrayTaskLimit) is kept out while N tasks of its array are
+active: of its waiting tasks (pending, not being cancelled, let through by every other rule here) only the first N -
+active by index reach the core, so however many the policy starts in one cycle, at most N run at once. A kept-out
+job is never seen by `core.decide`, so it is never started, planned or counted as demand, and its reason is written
+beside the ones decide() explains (changes.steps.reason_changes).
 
 Must not: read anything (changes.snapshot.assemble hands it each pending job's facts), decide who may hold or
 release a job (service.jobcontrol does), or schedule anything (allotment.core does, for the jobs it lets through).
@@ -48,8 +48,8 @@ class ArrayLoad:
     """GPUs one task holds (every task asks for the same)."""
     active: int = 0
     """Tasks holding GPUs: running, preempting, or pending while a run has not ended yet."""
-    waiting: list[tuple[int, str, str | None]] = field(default_factory=list)
-    """The pending tasks not being cancelled: (index, job id, hold)."""
+    waiting: list[tuple[int, str]] = field(default_factory=list)
+    """The pending tasks every other rule of the gate lets through: (index, job id)."""
 
 
 def array_limit_reason(array_id: str, load: ArrayLoad) -> WaitReason:
@@ -64,10 +64,10 @@ def array_limit_reason(array_id: str, load: ArrayLoad) -> WaitReason:
 
 def array_throttle(loads: Iterable[tuple[str, ArrayLoad]]) -> dict[str, WaitReason]:
     """The tasks the `%N` rule keeps out this cycle, with why (one reason per array): of each array's waiting tasks
-    that are not held, all but the first `limit - active` by index."""
+    (those `gate` let through), all but the first `limit - active` by index."""
     kept: dict[str, WaitReason] = {}
     for array_id, load in loads:
-        ready = sorted((index, jid) for index, jid, hold in load.waiting if hold is None)
+        ready = sorted(load.waiting)
         room = max(load.limit - load.active, 0)
         if len(ready) <= room:
             continue
@@ -77,9 +77,9 @@ def array_throttle(loads: Iterable[tuple[str, ArrayLoad]]) -> dict[str, WaitReas
     return kept
 
 
-def gate(job: Job, hold: str | None, throttled: WaitReason | None = None) -> WaitReason | None:
-    """Why the pending `job` may not be considered by the scheduler this cycle, or None when it may. `throttled`:
-    the reason `array_throttle` gave the job, when it did."""
+def gate(job: Job, hold: str | None) -> WaitReason | None:
+    """Why the pending `job` may not be considered by the scheduler this cycle, or None when it may (an array task it
+    lets through is then counted by `array_throttle`, so a task kept out by any rule here takes no place in `%N`)."""
     if hold is not None:
         return held_reason(job, hold)
-    return throttled
+    return None

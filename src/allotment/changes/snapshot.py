@@ -106,20 +106,17 @@ def unposted(rate: Micro, price: int, price_since: Seconds, charged_until: Secon
 def _array_loads(
     active: Sequence[ActiveRow], runs: Mapping[str, OpenRunRow], cache: Mapping[str, Job]
 ) -> dict[str, ArrayLoad]:
-    """Each limited array's active tasks (holding GPUs: not pending, or a run not ended yet) and waiting ones (pending,
-    cancellation not asked), for the eligibility gate's `%N` rule."""
+    """Each limited array's active tasks (holding GPUs: not pending, or a run not ended yet), for the eligibility
+    gate's `%N` rule; `assemble` adds the waiting ones the gate's other rules let through."""
     loads: dict[str, ArrayLoad] = {}
-    for jid, state, cancel, hold, _, _, task in active:
+    for jid, state, _, _, _, _, task in active:
         if task is None:
             continue
-        array_id, index, limit = task
-        load = loads.get(array_id)
+        load = loads.get(task[0])
         if load is None:
-            load = loads[array_id] = ArrayLoad(limit, cache[jid].total_gpus)
+            load = loads[task[0]] = ArrayLoad(task[2], cache[jid].total_gpus)
         if state != PENDING or jid in runs:
             load.active += 1
-        elif not cancel:
-            load.waiting.append((index, jid, hold))
     return loads
 
 
@@ -171,9 +168,9 @@ def assemble(
     running: dict[str, tuple[tuple[object, ...], Job]] = {}
     asked: list[str] = []
     gated: dict[str, WaitReason] = {}
-    throttled = array_throttle(_array_loads(active, runs, cache).items())
+    loads = _array_loads(active, runs, cache)
     # by id: the order a database returns rows in is no rule
-    for jid, state, cancel, hold, _, requeue, _ in sorted(active):
+    for jid, state, cancel, hold, _, requeue, task in sorted(active):
         run = runs.get(jid)
         if state == PENDING and (run is not None or cancel):
             if run is None:
@@ -183,10 +180,12 @@ def assemble(
             continue
         job = cache[jid]
         if run is None:
-            kept_out = gate(job, hold, throttled.get(jid))
+            kept_out = gate(job, hold)
             if kept_out is not None:
                 gated[jid] = kept_out
                 continue
+            if task is not None:  # a candidate for its array's `%N` (array_throttle, below)
+                loads[task[0]].waiting.append((task[1], jid))
         if run is not None:
             owed[job.budget] = owed.get(job.budget, 0) + accrued[jid]
             built = keep.running.get(jid)
@@ -197,6 +196,10 @@ def assemble(
             running[jid] = built
             job = built[1]
         jobs.append(job)
+    throttled = array_throttle(loads.items())
+    if throttled:
+        jobs = [j for j in jobs if j.id not in throttled]
+        gated.update(throttled)
     keep.running = running  # runs that ended are forgotten
     keep.cancelled_pending = asked
     keep.gated = gated
