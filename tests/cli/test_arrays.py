@@ -32,6 +32,7 @@ def test_an_array_runs_n_at_once_and_is_held_released_and_cancelled_whole(allot:
     shown = allot("chen", "status", aid).stdout
     assert "6 tasks [0-5%2]" in shown and "running" in shown and "0-1" in shown
     assert f"{aid}_[2-5]" in allot("chen", "queue").stdout  # the waiting tasks on one line
+    assert f"task 3 of {aid}" in allot("chen", "status", f"{aid}_3").stdout  # a task names its array
 
     assert "held 4 tasks" in allot("chen", "hold", aid).stdout
     assert counts(allot, aid) == {"pending": 4, "running": 2, "held": 4}

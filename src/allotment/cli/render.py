@@ -220,6 +220,8 @@ def job_panel(job: m.JobDetail) -> Panel:
     ]
     if job.workdir:
         lines.insert(3, f"workdir    {escape(job.workdir)}")
+    if job.array_id is not None:
+        lines.insert(2, f"array      task {job.array_index} of {job.array_id} (the array: allot status {job.array_id})")
     return Panel("\n".join(lines), title="Job", title_align="left")
 
 
