@@ -4,7 +4,8 @@ in-memory store, SQLite and PostgreSQL — through the engine's own steps (engin
 Promises: a period is opened and funded once; a transaction that raises leaves nothing; a submission is pending in
 the next snapshot and a cancelled pending job ends; a start opens a run and a launch intent delivered once, in
 order; open runs, their meters and the next deadline are what the cycle wrote; charges are exact to the microunit
-and posted once per key; a closed period refuses new entries; an exit ends the run and the job and charges the rest.
+and posted once per key; a closed period refuses new entries; an exit ends the run and the job and charges the rest;
+an array's tasks are written at once, at most `%N` of them are let through, and each launch carries its place.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from __future__ import annotations
 import pytest
 
 from allotment.changes.records import ChangeSet, UsageUpdate
+from allotment.config.arrays import parse_array
 from allotment.core.cycle import AllotmentPolicy
 from allotment.core.jobstate import JobState
 from allotment.core.units import cost
 from allotment.engine.cycle import cycle, hear
 from allotment.ledger.entries import Entry, EntryKind, adjust_key
-from allotment.ports.executor import EventKind, ExecutorEvent
+from allotment.ports.executor import ArrayPosition, EventKind, ExecutorEvent
 from allotment.ports.store import IntentKind
 from allotment.store.errors import ClosedPeriodError
 from tests.store_conformance.backends import CHARGE_EVERY, T0, Backend, job, snapshot
@@ -160,3 +162,20 @@ def test_usage_is_kept_as_persisted(store: Backend) -> None:
 def to_rate(b: Backend) -> int:
     """The full-price rate of an 8-GPU H100 run (credit-microunits per hour)."""
     return 8 * snapshot(b, T0 + H).rates["H100"]
+
+
+def test_an_array_is_every_task_at_once_and_runs_its_limit_with_its_place_in_each_launch(store: Backend) -> None:
+    sweep = job("s", gpus=1, array=parse_array("3,5,7-9%2"), array_id="a-5e0c2b7d9a14", request_id="ann:sweep")
+    store.submit(sweep, now=T0 + H)
+    store.submit(sweep, now=T0 + H)  # a retry with the request id: nothing twice
+    report = cycle(store.store, DECIDE, T0 + H)
+    assert sorted(s.job_id for s in report.decisions.starts) == ["a-5e0c2b7d9a14_3", "a-5e0c2b7d9a14_5"]
+    with store.store.transaction(T0 + H) as tx:
+        tx.snapshot(str(tx.state("period")))
+        gated = tx.gated()
+        states = [f.state for f in tx.jobs([f"a-5e0c2b7d9a14_{i}" for i in (3, 5, 7, 8, 9)]).values()]
+    assert states.count(JobState.PENDING) == 3
+    assert sorted(gated) == ["a-5e0c2b7d9a14_7", "a-5e0c2b7d9a14_8", "a-5e0c2b7d9a14_9"]
+    assert {r.blocker.value for r in gated.values()} == {"array-limit"}
+    launches = {i.job_id: i.spec.array for i in store.store.undelivered() if i.spec is not None}
+    assert launches["a-5e0c2b7d9a14_5"] == ArrayPosition("a-5e0c2b7d9a14", 5, 5, 3, 9)
