@@ -53,6 +53,7 @@ class Frame:
         self.owners = set(self.owner_of.values())
         self._access: dict[str, frozenset[str] | None] = {}
         self._ever: dict[tuple[object, ...], bool] = {}
+        self._usable: dict[tuple[Pool, int, frozenset[str] | None], list[int]] = {}
         self._free: dict[tuple[object, ...], tuple[int, int]] = {}
         self.held_free: dict[int, int] = {}
         """Node index → free GPUs held this cycle for a job that waits for its victims to leave (nobody else takes
@@ -126,16 +127,23 @@ class Frame:
             if k == 0:
                 continue
             need = job.total_gpus if k == 1 else size
-            usable = sum(
-                1
-                for i in self.cap.pools[pool]
-                if self.cap.nodes[i].accepts
-                and self.cap.nodes[i].node.gpus >= need
-                and self.allowed(job, self.cap.nodes[i])
-            )
-            if usable >= k:
+            if len(self.usable(job, pool, need)) >= k:
                 return True
         return False
+
+    def usable(self, job: Job, pool: Pool, need: int) -> list[int]:
+        """The pool's nodes, in order, that accept work, have at least `need` GPUs and that the job may use (none of
+        which changes within a cycle, so it is asked once per pool, size and node access)."""
+        key = (pool, need, self.access(job))
+        found = self._usable.get(key)
+        if found is None:
+            nodes = self.cap.nodes
+            found = self._usable[key] = [
+                i
+                for i in self.cap.pools[pool]
+                if nodes[i].accepts and nodes[i].node.gpus >= need and self.allowed(job, nodes[i])
+            ]
+        return found
 
     def free_for(self, job: Job) -> int:
         """Free GPUs in the job's pools on nodes it may use (cached until GPUs are taken)."""

@@ -13,7 +13,8 @@ Owns:
 - preemption: a head that does not fit may preempt, in its own queue, work of lower priority, and, in other queues,
   work of queues that borrow when the preemption strategies allow it — LessThanOrEqualToFinalShare (the
   preemptor's DRS with the job ≤ the target's DRS without the victim), then LessThanInitialShare (< the target's DRS
-  before); victims from the most-borrowing queue first, then lowest priority, then most recently started;
+  before); victims from the most-borrowing queue first, then lowest priority, then most recently started
+  (`Reclaim`, which also names the queues whose work can be a victim at all, so the search asks about no other);
 - drains: a node drain evicts every workload on it (kubectl drain), with its grace; idle sessions are never
   reclaimed.
 
@@ -60,6 +61,7 @@ class Quotas:
         self.nominal = nominal_quotas(self.leaves, static_shares(snapshot.budgets), self.capacity)
         self.usage: dict[str, dict[Pool, int]] = {}
         self._drs: dict[tuple[str, Pool | None, int], float] = {}
+        self._borrowers: dict[Pool, list[str]] = {}
         self.pool_of: dict[str, Pool] = {}
         for job in snapshot.jobs:
             run = job.run
@@ -73,12 +75,20 @@ class Quotas:
 
     def add(self, queue: str, pool: Pool, gpus: int) -> None:
         self._drs.clear()
+        self._borrowers.clear()
         per = self.usage.setdefault(queue, {})
         per[pool] = per.get(pool, 0) + gpus
 
     def borrows(self, queue: str, pool: Pool) -> bool:
         """Does the queue use more of the pool than its nominal quota?"""
         return self.usage.get(queue, {}).get(pool, 0) > self.nominal.get(queue, {}).get(pool, 0)
+
+    def borrowers(self, pool: Pool) -> list[str]:
+        """The queues that borrow in the pool (cached until usage changes)."""
+        found = self._borrowers.get(pool)
+        if found is None:
+            found = self._borrowers[pool] = [q for q in self.usage if self.borrows(q, pool)]
+        return found
 
     def drs(self, queue: str, pool: Pool | None = None, delta: int = 0) -> float:
         """The queue's dominant resource share, with `delta` GPUs more (or fewer) in `pool` (cached until usage
@@ -100,6 +110,62 @@ class Quotas:
             borrowed = used.get(p, 0) + (delta if p == pool else 0) - nominal.get(p, 0)
             best = max(best, max(0, borrowed) * 1000 / lendable)
         return best
+
+
+class Reclaim:
+    """Which running work a pending job may preempt, and in what order (Kueue's preemption within the cohort and
+    within its own queue), against the quotas as they stand while its room is searched."""
+
+    def __init__(self, quotas: Quotas, job: Job) -> None:
+        self.quotas = quotas
+        self.job = job
+        self._verdicts: dict[str, tuple[bool, float, float] | None] = {}
+
+    def target(self, v: Job) -> tuple[bool, float, float] | None:
+        """(final-share strategy holds, target DRS before, after) for a victim; None if not a victim."""
+        if v.id not in self._verdicts:
+            self._verdicts[v.id] = self._judge(v)
+        return self._verdicts[v.id]
+
+    def _judge(self, v: Job) -> tuple[bool, float, float] | None:
+        quotas, job = self.quotas, self.job
+        pool = quotas.pool_of.get(v.id)
+        if pool is None or v.run is None:
+            return None
+        if v.budget == job.budget:
+            # lower-priority work of its own queue, so that the queue fits its nominal quota with the job
+            if v.priority < job.priority and quotas.drs(job.budget, pool, job.total_gpus - v.run.gpu_count) == 0:
+                return (True, 0.0, 0.0)
+            return None
+        if not quotas.borrows(v.budget, pool):
+            return None  # only work of queues that borrow in this pool gives way to another queue
+        mine = quotas.drs(job.budget, pool, job.total_gpus)
+        before = quotas.drs(v.budget)
+        after = quotas.drs(v.budget, pool, -v.run.gpu_count)
+        if mine <= after:
+            return (True, before, after)
+        if mine < before:
+            return (False, before, after)
+        return None
+
+    def eligible(self, v: Job) -> bool:
+        return self.target(v) is not None
+
+    def suspects(self, pool: Pool) -> set[str]:
+        """The queues whose work in `pool` can be a victim at all: the job's own, and those that borrow there with
+        a share at least the job's queue's with the job (a victim needs `mine <= after` or `mine < before`, and a
+        victim leaving never raises its queue's share: after <= before). A victim's pool is its nodes' pool."""
+        quotas, job = self.quotas, self.job
+        mine = quotas.drs(job.budget, pool, job.total_gpus)
+        return {job.budget} | {q for q in quotas.borrowers(pool) if mine <= quotas.drs(q)}
+
+    def order(self, v: Job) -> tuple[object, ...]:
+        """Victims from the most-borrowing queue first (final-share ones before), then lowest priority, then most
+        recently started."""
+        t = self.target(v)
+        assert t is not None
+        started = v.run.started_at if v.run is not None else 0
+        return (not t[0], -t[1], v.priority, -started, v.id)
 
 
 class KueueFairSharing:
@@ -161,46 +227,11 @@ class KueueFairSharing:
             return
         if not frame.can_ever_run(job):
             return
-        pool_of = quotas.pool_of
-
-        verdicts: dict[str, tuple[bool, float, float] | None] = {}
-
-        def target(v: Job) -> tuple[bool, float, float] | None:
-            if v.id not in verdicts:
-                verdicts[v.id] = judge(v)
-            return verdicts[v.id]
-
-        def judge(v: Job) -> tuple[bool, float, float] | None:
-            """(final-share strategy holds, target DRS before, after) for a victim; None if not a victim."""
-            pool = pool_of.get(v.id)
-            if pool is None or v.run is None:
-                return None
-            if v.budget == job.budget:
-                # lower-priority work of its own queue, so that the queue fits its nominal quota with the job
-                if v.priority < job.priority and quotas.drs(job.budget, pool, job.total_gpus - v.run.gpu_count) == 0:
-                    return (True, 0.0, 0.0)
-                return None
-            if not quotas.borrows(v.budget, pool):
-                return None  # only work of queues that borrow in this pool gives way to another queue
-            mine = quotas.drs(job.budget, pool, job.total_gpus)
-            before = quotas.drs(v.budget)
-            after = quotas.drs(v.budget, pool, -v.run.gpu_count)
-            if mine <= after:
-                return (True, before, after)
-            if mine < before:
-                return (False, before, after)
-            return None
-
-        def order(v: Job) -> tuple[object, ...]:
-            t = target(v)
-            assert t is not None
-            started = v.run.started_at if v.run is not None else 0
-            return (not t[0], -t[1], v.priority, -started, v.id)
-
+        reclaim = Reclaim(quotas, job)
         shape = (job.budget, frame.pools(job), job.gpus, job.replicas)
         room = None
         if not no_room.known(shape, job.priority):
-            room = find_room(frame, job, lambda v: target(v) is not None, order, promised)
+            room = find_room(frame, job, reclaim.eligible, reclaim.order, promised, reclaim.suspects)
         if room is None:
             no_room.record(shape, job.priority)
             frame.wait(
@@ -212,8 +243,8 @@ class KueueFairSharing:
             return
         take_room(frame, job, room, PreemptReason.FAIR_SHARE, promised)
         for v in room.victims:
-            if v.run is not None and v.id in pool_of:
-                quotas.add(v.budget, pool_of[v.id], -v.run.gpu_count)
+            if v.run is not None and v.id in quotas.pool_of:
+                quotas.add(v.budget, quotas.pool_of[v.id], -v.run.gpu_count)
         quotas.add(job.budget, room.pool, sum(g for _, g in room.nodes))
         names = ", ".join(frame.cap.nodes[i].node.name for i, _ in room.nodes)
         frame.wait(

@@ -2,7 +2,8 @@
 
 Owns: the search for the nodes a pending job could hold once chosen running work leaves — per node, its free GPUs
 (less those held for other preemptors this cycle), GPUs already leaving that no other job was promised, then
-victims in the policy's order until the job fits; the choice of the node (or k whole nodes) that needs the fewest,
+victims in the policy's order until the job fits (only work of the budgets the policy names as suspects is asked
+about, when it names them); the choice of the node (or k whole nodes) that needs the fewest,
 cheapest victims; and carrying the choice out (victims told to leave with their grace, the room promised to the
 preemptor for the rest of the cycle, and in later cycles through a preemption reservation until it starts there).
 
@@ -11,10 +12,10 @@ Must not: decide which work is a victim or in what order (the policy passes `eli
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 
-from allotment.core.capacity import Pool
+from allotment.core.capacity import Occupant, Pool
 from allotment.core.decisions import Blocker, PreemptReason, Reserve
 from allotment.core.model import Job, ReservationKind, Seconds
 from allotment.core.placement import Placement, node_size, nodes_needed
@@ -35,9 +36,14 @@ def find_room(
     eligible: Callable[[Job], bool],
     order: Callable[[Job], tuple[object, ...]],
     promised: dict[int, int],
+    suspects: Callable[[Pool], Container[str]] | None = None,
 ) -> Room | None:
     """The nodes where the gang could start once the fewest, first-in-`order` eligible victims and the unpromised
-    leaving work are gone; None when no choice of victims makes room."""
+    leaving work are gone; None when no choice of victims makes room.
+
+    `suspects`, when given, names for a pool the budgets whose running work there `eligible` can accept at all (a
+    necessary condition of it, so the answer is the same): other work is passed over without asking `eligible`, and
+    a node whose suspects together hold too few GPUs is passed over without sorting them."""
     cap = frame.cap
     for pool in frame.pools(job):
         size = node_size(cap, pool)
@@ -45,19 +51,26 @@ def find_room(
         if k == 0:
             continue
         need = job.total_gpus if k == 1 else size
+        budgets = None if suspects is None else suspects(pool)
         options: list[tuple[tuple[object, ...], int, list[Job]]] = []
-        for idx in cap.pools[pool]:
+        for idx in frame.usable(job, pool, need):
             slot = cap.nodes[idx]
-            if not slot.accepts or slot.node.gpus < need or not frame.allowed(job, slot):
-                continue
+            leaving = suspected = 0
+            staying: list[Occupant] = []
+            for o in slot.occupants:
+                if o.leaving:
+                    leaving += o.gpus
+                elif o.job.run is not None and (budgets is None or o.job.budget in budgets):
+                    staying.append(o)
+                    suspected += o.gpus
             have = len(slot.free) - frame.held_free.get(idx, 0)
-            have += max(0, sum(o.gpus for o in slot.occupants if o.leaving) - promised.get(idx, 0))
+            if leaving:
+                have += max(0, leaving - promised.get(idx, 0))
             victims: list[Job] = []
             if have < need:
-                chosen = sorted(
-                    (o for o in slot.occupants if not o.leaving and o.job.run is not None and eligible(o.job)),
-                    key=lambda o: order(o.job),
-                )
+                if have + suspected < need:
+                    continue  # even every suspect leaving would not make room
+                chosen = sorted((o for o in staying if eligible(o.job)), key=lambda o: order(o.job))
                 for occ in chosen:
                     if have >= need:
                         break

@@ -76,7 +76,6 @@ class Timeline:
         self._profiles: dict[int, tuple[list[Seconds], list[int]]] = {}
         """Node index → its availability as steps: the times it changes (now first) and the free GPUs from each on.
         Built when first asked for, dropped when the node's events change (take, hold)."""
-        self._candidates: dict[tuple[Pool, int, frozenset[str] | None], list[int]] = {}
         self._no_plan: set[tuple[object, ...]] = set()
         """Job shapes (`shape`) already shown this cycle to have no planned start: they never get one later in it."""
         for slot in frame.cap.nodes:
@@ -136,21 +135,6 @@ class Timeline:
         times, levels = self._profile(idx)
         return earliest_start(times, levels, gpus, duration)
 
-    def _nodes_for(self, job: Job, pool: Pool, need: int) -> list[int]:
-        """The pool's accepting nodes with `need` GPUs that the job may use (they do not change within a cycle)."""
-        frame = self.frame
-        key = (pool, need, frame.access(job))
-        found = self._candidates.get(key)
-        if found is None:
-            found = self._candidates[key] = [
-                i
-                for i in frame.cap.pools[pool]
-                if frame.cap.nodes[i].accepts
-                and frame.cap.nodes[i].node.gpus >= need
-                and frame.allowed(job, frame.cap.nodes[i])
-            ]
-        return found
-
     def span(self, job: Job) -> Seconds | None:
         """How long a job holds its GPUs at most once started (its time limit plus grace); None: unbounded."""
         d = known_duration(job)
@@ -182,7 +166,7 @@ class Timeline:
             if k == 0:
                 continue
             need = job.total_gpus if k == 1 else size
-            nodes = self._nodes_for(job, pool, need)
+            nodes = frame.usable(job, pool, need)
             if len(nodes) < k:
                 continue
             found = self._plan_in(pool, nodes, need, k, duration)
