@@ -18,11 +18,11 @@ RUN_COLUMNS = (T0, "guaranteed", None, None, None, None, None, None, None, 0)
 
 def task(array: str, index: int, state: str = "pending", *, limit: int = 2, cancel: bool = False,
          hold: str | None = None) -> ActiveRow:  # fmt: skip
-    return (f"{array}_{index}", state, cancel, hold, 0, False, (array, index, limit))
+    return (f"{array}_{index}", state, cancel, hold, 0, False, (array, index, limit), None)
 
 
 def plain(job_id: str) -> ActiveRow:
-    return (job_id, "pending", False, None, 0, False, None)
+    return (job_id, "pending", False, None, 0, False, None, None)
 
 
 def load(active: list[ActiveRow], keep: SnapshotCache, ended_late: tuple[str, ...] = ()) -> list[str]:

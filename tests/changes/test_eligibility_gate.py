@@ -37,17 +37,21 @@ def snapshot(active: list[ActiveRow], keep: SnapshotCache) -> tuple[str, ...]:
 
 
 CASES = [
-    pytest.param([("a", "pending", False, None, 0, False, None)], ("a",), {}, id="no-hold-is-scheduled"),
-    pytest.param([("a", "pending", False, "user", 0, False, None)], (), {"a": "user hold"}, id="user-hold-kept-out"),
-    pytest.param([("a", "pending", False, "admin", 0, False, None)], (), {"a": "admin hold"}, id="admin-hold-kept-out"),
+    pytest.param([("a", "pending", False, None, 0, False, None, None)], ("a",), {}, id="no-hold-is-scheduled"),
     pytest.param(
-        [("a", "pending", True, "user", 0, False, None)], (), {}, id="cancelled-while-held-is-cancelled-not-gated"
+        [("a", "pending", False, "user", 0, False, None, None)], (), {"a": "user hold"}, id="user-hold-kept-out"
+    ),
+    pytest.param(
+        [("a", "pending", False, "admin", 0, False, None, None)], (), {"a": "admin hold"}, id="admin-hold-kept-out"
+    ),
+    pytest.param(
+        [("a", "pending", True, "user", 0, False, None, None)], (), {}, id="cancelled-while-held-is-cancelled-not-gated"
     ),
     pytest.param(
         [
-            ("a", "pending", False, "user", 0, False, None),
-            ("b", "pending", False, None, 0, False, None),
-            ("c", "pending", False, "admin", 0, False, None),
+            ("a", "pending", False, "user", 0, False, None, None),
+            ("b", "pending", False, None, 0, False, None, None),
+            ("c", "pending", False, "admin", 0, False, None, None),
         ],
         ("b",),
         {"a": "user hold", "c": "admin hold"},
@@ -69,11 +73,11 @@ def test_held_jobs_are_kept_out_with_their_reason(
 
 def test_a_gated_reason_is_written_and_rewritten_only_when_it_changes() -> None:
     keep = SnapshotCache()
-    snapshot([("a", "pending", False, "user", 0, False, None)], keep)
+    snapshot([("a", "pending", False, "user", 0, False, None, None)], keep)
     memo: dict[str, tuple[object, ...]] = {}
     first = reason_changes(Decisions(), T0, memo, keep.gated)
     assert [(r.job_id, r.blocker) for r in first.reasons] == [("a", "held")]
     assert reason_changes(Decisions(), T0 + 5, memo, keep.gated).reasons == []  # unchanged: not rewritten
-    snapshot([("a", "pending", False, "admin", 0, False, None)], keep)
+    snapshot([("a", "pending", False, "admin", 0, False, None, None)], keep)
     again = reason_changes(Decisions(), T0 + 10, memo, keep.gated)
     assert [r.job_id for r in again.reasons] == ["a"] and "admin hold" in again.reasons[0].message

@@ -43,16 +43,20 @@ class Table:
 def test_an_updated_job_is_read_again_and_an_unchanged_one_is_not() -> None:
     table, keep = Table(), SnapshotCache()
     first = table.load(
-        [("a", "pending", False, None, 0, False, None), ("b", "pending", False, None, 0, False, None)], keep
+        [("a", "pending", False, None, 0, False, None, None), ("b", "pending", False, None, 0, False, None, None)], keep
     )
     assert first["a"].gpus == 8 and table.asked == [["a", "b"]]
-    table.load([("a", "pending", False, None, 0, False, None), ("b", "pending", False, None, 0, False, None)], keep)
+    table.load(
+        [("a", "pending", False, None, 0, False, None, None), ("b", "pending", False, None, 0, False, None, None)], keep
+    )
     assert table.asked == [["a", "b"]]  # nothing changed: nothing read
     table.jobs["a"] = Job("a", "lab", "ann", 2, priority=7)  # an update wrote the row and raised its revision
     updated = table.load(
-        [("a", "pending", False, None, 1, False, None), ("b", "pending", False, None, 0, False, None)], keep
+        [("a", "pending", False, None, 1, False, None, None), ("b", "pending", False, None, 0, False, None, None)], keep
     )
     assert (updated["a"].gpus, updated["a"].priority) == (2, 7)
     assert table.asked == [["a", "b"], ["a"]]
-    table.load([("a", "pending", False, None, 1, False, None), ("b", "pending", False, None, 0, False, None)], keep)
+    table.load(
+        [("a", "pending", False, None, 1, False, None, None), ("b", "pending", False, None, 0, False, None, None)], keep
+    )
     assert table.asked == [["a", "b"], ["a"]]  # read once per revision

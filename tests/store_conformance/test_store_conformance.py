@@ -5,7 +5,9 @@ Promises: a period is opened and funded once; a transaction that raises leaves n
 the next snapshot and a cancelled pending job ends; a start opens a run and a launch intent delivered once, in
 order; open runs, their meters and the next deadline are what the cycle wrote; charges are exact to the microunit
 and posted once per key; a closed period refuses new entries; an exit ends the run and the job and charges the rest;
-an array's tasks are written at once, at most `%N` of them are let through, and each launch carries its place.
+an array's tasks are written at once, at most `%N` of them are let through, and each launch carries its place;
+holds and dependencies (jobs.hold, jobs.dependency) keep jobs out of the snapshot alike, and a dependency that can
+never be satisfied is cancelled in the cycle, with the jobs that depended on it.
 """
 
 from __future__ import annotations
@@ -79,6 +81,37 @@ def test_a_submission_is_pending_in_the_next_snapshot_and_a_cancelled_one_ends(s
         facts = tx.jobs(["a", "b"])
     assert facts["a"].state is JobState.PENDING and facts["b"].state is JobState.CANCELLED
     assert [j.id for j in snapshot(store, T0 + H + 20).jobs] == ["a"]
+
+
+def test_dependencies_and_holds_keep_jobs_out_alike_and_the_unsatisfiable_are_cancelled(store: Backend) -> None:
+    cycle(store.store, DECIDE, T0 + H)
+    store.submit(
+        job("a"), job("b", dependency="afterok:a"), job("c", dependency="afternotok:a"),
+        job("d", dependency="afterok:c"), job("h", hold="user"), job("s1", name="sweep"),
+        job("s2", name="sweep", dependency="singleton"), now=T0 + H,
+    )  # fmt: skip
+    started = cycle(store.store, DECIDE, T0 + H + 1)
+    assert sorted(s.job_id for s in started.decisions.starts) == ["a", "s1"]
+    with store.store.transaction(T0 + H + 2) as tx:
+        tx.snapshot(str(tx.state("period")))
+        assert {j: r.blocker.value for j, r in tx.gated().items()} == {
+            "b": "dependency", "c": "dependency", "d": "dependency", "h": "held", "s2": "dependency",
+        }  # fmt: skip
+        assert "afterok:a (a is running)" in tx.gated()["b"].message
+        assert "singleton (s1 of the same name is running)" in tx.gated()["s2"].message
+        assert tx.unsatisfiable() == {}
+    end = T0 + H + 100
+    hear(store.store, [ExecutorEvent("a", 0, EventKind.EXITED, end, 0)], end)
+    with store.store.transaction(end) as tx:
+        tx.snapshot(str(tx.state("period")))
+        assert sorted(tx.unsatisfiable()) == ["c", "d"]  # d's dependency, c, is cancelled in the same cycle
+    report = cycle(store.store, DECIDE, end)
+    assert [s.job_id for s in report.decisions.starts] == ["b"]
+    with store.store.transaction(end) as tx:
+        facts = tx.jobs(["b", "c", "d", "s2"])
+    assert {j: f.state for j, f in facts.items()} == {
+        "b": JobState.RUNNING, "c": JobState.CANCELLED, "d": JobState.CANCELLED, "s2": JobState.PENDING,
+    }  # fmt: skip
 
 
 def test_a_start_opens_a_run_and_one_launch_delivered_in_order(store: Backend) -> None:

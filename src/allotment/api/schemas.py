@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from allotment.changes.dependency import MAX_DEPENDENCY_CHARS
 from allotment.config.fields import Duration, FreeText, Name, Text
 from allotment.config.limits import MAX_ARGS, MAX_ARRAY_CHARS, MAX_CHOICES, MAX_REQUEST_ID, MAX_TOKEN_NAME
 from allotment.service.specs import Argument, Env, GpuCount
@@ -33,6 +34,8 @@ class SubmitRequest(_Body):
     """Idempotency key (or send the Idempotency-Key header): a retry returns the job the first request created."""
     array: Annotated[Text, Field(max_length=MAX_ARRAY_CHARS)] | None = None
     """A job array's indices, e.g. `0-999%50`, overriding the spec's `array` (sbatch --array on the command line)."""
+    dependency: Annotated[Text, Field(max_length=MAX_DEPENDENCY_CHARS)] | None = None
+    """Replaces the spec's `dependency` (sbatch --dependency over an #SBATCH line), e.g. `afterok:j-1`."""
 
 
 class SessionBody(_Body):

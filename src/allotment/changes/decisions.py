@@ -6,7 +6,8 @@ types, price from its class), grants its slice, advances its job's attempt and r
 signals the run and records a terminate intent with its grace (a lost node ends the run at once, refunded); a
 renewal extends the slice; a lapse charges the run to now at its old price and reprices it to opportunistic; the
 reservations are replaced; a pending job whose cancellation was asked ends as cancelled (decision 46: it holds
-nothing, so there is nothing for the core to decide).
+nothing, so there is nothing for the core to decide), and so does one whose dependency can never be satisfied (the
+eligibility gate found it: changes.eligibility; decision 64).
 
 Must not: decide anything (the core did), price anything itself (allotment.ledger does), or read and write rows.
 """
@@ -154,4 +155,16 @@ def cancelled_pending(jobs: Sequence[JobFacts], now: Seconds) -> ChangeSet:
         if job.state is JobState.PENDING and job.cancel_requested:
             changes.transitions.append(transition(job, JobState.CANCELLED, now, CANCELLED_BY_OWNER))
             changes.reasons_gone.append(job.job_id)
+    return changes
+
+
+def never_satisfied(jobs: Mapping[str, JobFacts], reasons: Mapping[str, str], now: Seconds) -> ChangeSet:
+    """Pending jobs whose dependency can never be satisfied end now, as cancelled, with the gate's reason (Slurm's
+    DependencyNeverSatisfied, cancelled as with its kill_invalid_depend). `jobs`: their facts."""
+    changes = ChangeSet()
+    for job_id, reason in sorted(reasons.items()):
+        job = jobs.get(job_id)
+        if job is not None and job.state is JobState.PENDING:
+            changes.transitions.append(transition(job, JobState.CANCELLED, now, f"cancelled: {reason}"))
+            changes.reasons_gone.append(job_id)
     return changes

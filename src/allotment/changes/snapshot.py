@@ -2,8 +2,10 @@
 
 Owns: which active jobs a snapshot holds (a pending job whose run has not ended yet is left out, a pending job whose
 cancellation was asked is left out and named for changes.decisions.cancelled_pending, a pending job the eligibility
-gate keeps out, held for instance or a task past its array's `%N`, is left out with the reason it waits:
-changes.eligibility, for which it counts each limited array's active and waiting tasks), a running job built
+gate keeps out, held, waiting for its dependency or a task past its array's `%N`, is left out with the reason it
+waits, and one whose dependency can never be satisfied is left out and named for changes.decisions.never_satisfied:
+changes.eligibility, for which it counts each limited array's active and waiting tasks and hands over the facts the
+store's `lookup` reads for the jobs the dependencies name), a running job built
 from its open run (and built again only when one of that run's columns changed: SnapshotCache), each account's
 balance less what its open runs have accrued but not yet posted (`unposted`), a job as submitted read again when an
 update raised its revision (service.jobedit), and the snapshot's job order (by id, whatever order a database
@@ -18,7 +20,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from allotment.changes.eligibility import ArrayLoad, array_throttle, gate
+from allotment.changes.eligibility import (
+    NO_FACTS,
+    ArrayLoad,
+    Candidate,
+    DependencyFacts,
+    Unsatisfiable,
+    array_throttle,
+    screen,
+    wanted,
+)
 from allotment.core.decisions import WaitReason
 from allotment.core.jobstate import JobState
 from allotment.core.model import (
@@ -87,13 +98,19 @@ class SnapshotCache:
     """The pending jobs the eligibility gate kept out of the last snapshot, with why each waits."""
     revisions: dict[str, int] = field(default_factory=dict)
     """The revision each job in `jobs` was read at (a job updated since is read again)."""
+    unsatisfiable: dict[str, str] = field(default_factory=dict)
+    """The pending jobs whose dependency can never be satisfied, as the last load saw them, with the reason (left
+    out of the snapshot; the cycle cancels them)."""
 
 
 ArrayTask = tuple[str, int, int]
 """A task of an array with a limit: (array id, index, the array's `%N`)."""
-ActiveRow = tuple[str, str, bool, str | None, int, bool, ArrayTask | None]
+ActiveRow = tuple[str, str, bool, str | None, int, bool, ArrayTask | None, str | None]
 """An active job as a snapshot needs it: (job id, state, cancellation asked, hold or None, revision, requeue of its
-current run asked, ArrayTask or None)."""
+current run asked, ArrayTask or None, dependency or None)."""
+Lookup = Callable[[list[str], list[str]], DependencyFacts]
+"""The store's read for the dependencies of waiting jobs: (ids of the jobs named, ids of the jobs with a singleton
+dependency) → their facts (changes.eligibility.DependencyFacts)."""
 
 
 def unposted(rate: Micro, price: int, price_since: Seconds, charged_until: Seconds, now: Seconds) -> Micro:
@@ -109,7 +126,7 @@ def _array_loads(
     """Each limited array's active tasks (holding GPUs: not pending, or a run not ended yet), for the eligibility
     gate's `%N` rule; `assemble` adds the waiting ones the gate's other rules let through."""
     loads: dict[str, ArrayLoad] = {}
-    for jid, state, _, _, _, _, task in active:
+    for jid, state, _, _, _, _, task, _ in active:
         if task is None:
             continue
         load = loads.get(task[0])
@@ -118,6 +135,30 @@ def _array_loads(
         if state != PENDING or jid in runs:
             load.active += 1
     return loads
+
+
+def _screened(
+    rows: Sequence[ActiveRow],
+    runs: Mapping[str, OpenRunRow],
+    cache: Mapping[str, Job],
+    asked: Sequence[str],
+    lookup: Lookup | None,
+) -> dict[str, WaitReason | Unsatisfiable]:
+    """The eligibility gate's verdicts on the pending jobs with a hold or a dependency (changes.eligibility)."""
+    candidates = [
+        Candidate(cache[a[0]], a[3], a[7])
+        for a in rows
+        if a[1] == PENDING and not a[2] and a[0] not in runs and (a[3] is not None or a[7] is not None)
+    ]
+    if not candidates:
+        return {}
+    named, singletons = wanted(candidates)
+    facts = NO_FACTS
+    if named or singletons:
+        if lookup is None:
+            raise ValueError("pending jobs have dependencies: the store must pass `lookup`")
+        facts = lookup(named, singletons)
+    return screen(candidates, facts, asked)
 
 
 def run_of(placement: tuple[Allocation, ...], columns: RunColumns) -> Run:
@@ -145,13 +186,15 @@ def assemble(
     windows: tuple[CapacityWindow, ...],
     reservations: tuple[Reservation, ...],
     keep: SnapshotCache,
+    lookup: Lookup | None = None,
 ) -> Snapshot:
     """The snapshot as of `now` from a store's facts. `active`: (job id, state, cancellation asked, hold, revision,
-    requeue of the open run asked, array task) of every job in an active state; `fill(ids, cache)` puts in `cache`
-    the jobs as submitted (or as last updated) that it does not hold yet or holds at an older revision; `money`:
-    each budget's own balance in the period; `usage`: each budget's usage decayed to `now`. `keep` is updated: the
-    running jobs as built now, the pending jobs whose cancellation was asked, those the gate kept out, and the
-    submitted jobs still active."""
+    requeue of the open run asked, array task, dependency) of every job in an active state; `fill(ids, cache)` puts
+    in `cache` the jobs as submitted (or as last updated) that it does not hold yet or holds at an older revision;
+    `money`: each budget's own balance in the period; `usage`: each budget's usage decayed to `now`; `lookup` reads
+    the facts of the jobs waiting jobs depend on (called only when some pending job has a dependency). `keep` is
+    updated: the running jobs as built now, the pending jobs whose cancellation was asked, those the gate kept out
+    or found unsatisfiable, and the submitted jobs still active."""
     cache = keep.jobs
     runs: dict[str, OpenRunRow] = {}
     accrued: dict[str, Micro] = {}
@@ -166,21 +209,24 @@ def assemble(
     owed: dict[str, Micro] = {}
     jobs: list[Job] = []
     running: dict[str, tuple[tuple[object, ...], Job]] = {}
-    asked: list[str] = []
+    rows = sorted(active)  # by id: the order a database returns rows in is no rule
+    asked = [a[0] for a in rows if a[1] == PENDING and a[2] and a[0] not in runs]
+    verdicts = _screened(rows, runs, cache, asked, lookup)
     gated: dict[str, WaitReason] = {}
+    doomed: dict[str, str] = {}
     loads = _array_loads(active, runs, cache)
-    # by id: the order a database returns rows in is no rule
-    for jid, state, cancel, hold, _, requeue, task in sorted(active):
+    for jid, state, cancel, _, _, requeue, task, _ in rows:
         run = runs.get(jid)
         if state == PENDING and (run is not None or cancel):
-            if run is None:
-                asked.append(jid)  # a cancellation the change-set rules end (allotment.changes.decisions)
-            continue  # a run that has not ended yet (reconciled elsewhere), or a cancelled job
+            continue  # a run that has not ended yet (reconciled elsewhere), or a cancelled job (`asked`)
         if state != PENDING and run is None:
             continue
         job = cache[jid]
         if run is None:
-            kept_out = gate(job, hold)
+            kept_out = verdicts.get(jid) if verdicts else None
+            if isinstance(kept_out, Unsatisfiable):
+                doomed[jid] = kept_out.reason  # a cancellation the change-set rules make (changes.decisions)
+                continue
             if kept_out is not None:
                 gated[jid] = kept_out
                 continue
@@ -201,8 +247,9 @@ def assemble(
         jobs = [j for j in jobs if j.id not in throttled]
         gated.update(throttled)
     keep.running = running  # runs that ended are forgotten
-    keep.cancelled_pending = asked
+    keep.cancelled_pending = asked  # cancellations the change-set rules end (allotment.changes.decisions)
     keep.gated = gated
+    keep.unsatisfiable = doomed
     if len(cache) > 2 * len(active) + 1000:  # forget finished jobs
         live = {a[0] for a in active}
         for jid in [j for j in cache if j not in live]:

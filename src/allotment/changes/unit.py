@@ -68,6 +68,11 @@ class CycleUnit(Protocol):
         before `snapshot`)."""
         ...
 
+    def unsatisfiable(self) -> Mapping[str, str]:
+        """The pending jobs whose dependency the eligibility gate found can never be satisfied in this transaction's
+        snapshot, with the reason (empty before `snapshot`): the cycle cancels them."""
+        ...
+
     def runs_of(self, keys: Iterable[tuple[str, int]], lock: bool) -> dict[tuple[str, int], OpenRun]:
         """The open runs of these (job, attempt) pairs; with `lock`, under row locks (they are about to end)."""
         ...

@@ -38,18 +38,31 @@ ARRAY_HELP = (
 ATTACH_HINT = "allot attach {job} --data-dir <the server's data directory>   (on the server's host)"
 
 
+DependencyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dependency",
+        "-d",
+        help="Start only after other jobs (sbatch -d): afterok:JOB[:JOB…], afterany, afternotok, after, singleton;"
+        " parts joined by ',' (all) or '?' (any).",
+    ),
+]
+
+
 def submit(
     path: Annotated[Path, typer.Argument(help="A job spec in YAML (docs/api.md, 'Job specs'); - reads stdin.")],
     request_id: Annotated[
         str | None, typer.Option("--request-id", help="Idempotency key: a retry returns the first job.")
     ] = None,
     array: Annotated[str | None, typer.Option("--array", "-a", help=ARRAY_HELP)] = None,
+    dependency: DependencyOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Submit a job spec file. Problems are listed with their field and line; nothing is half-submitted."""
+    """Submit a job spec file. Problems are listed with their field and line; nothing is half-submitted.
+    --dependency replaces the spec's `dependency` (as sbatch's option does an #SBATCH line)."""
     text = sys.stdin.read() if str(path) == "-" else read_text(path)
     with api_call(), client() as api:
-        result = api.submit(yaml=text, request_id=request_id, array=array)
+        result = api.submit(yaml=text, request_id=request_id, array=array, dependency=dependency)
     _submitted(result, as_json)
 
 
@@ -108,6 +121,7 @@ def run(
     hold: Annotated[
         bool, typer.Option("--hold", "-H", help="Submit it held (sbatch -H); `allot release JOB` lets it run.")
     ] = False,
+    dependency: DependencyOption = None,
     request_id: Annotated[str | None, typer.Option("--request-id", help="Idempotency key.")] = None,
     array: Annotated[str | None, typer.Option("--array", "-a", help=ARRAY_HELP)] = None,
     as_json: JsonOption = False,
@@ -154,6 +168,8 @@ def run(
         spec["hold"] = True
     if array is not None:
         spec["array"] = array
+    if dependency is not None:
+        spec["dependency"] = dependency
     with api_call(), client() as api:
         result = api.submit(spec, request_id=request_id)
     _submitted(result, as_json)

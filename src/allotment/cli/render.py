@@ -222,6 +222,8 @@ def job_panel(job: m.JobDetail) -> Panel:
         lines.insert(3, f"workdir    {escape(job.workdir)}")
     if job.array_id is not None:
         lines.insert(2, f"array      task {job.array_index} of {job.array_id} (the array: allot status {job.array_id})")
+    if job.dependency:
+        lines.insert(2, f"depends on {escape(job.dependency)}")
     return Panel("\n".join(lines), title="Job", title_align="left")
 
 

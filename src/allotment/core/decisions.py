@@ -178,6 +178,7 @@ class Blocker(StrEnum):
     WAITING_FOR_GRACE = "waiting-for-grace"  # GPUs are being freed for it; victims are in their grace period
     HELD = "held"  # held by its owner or an administrator: the scheduler does not consider it (changes/eligibility)
     ARRAY_LIMIT = "array-limit"  # its job array already runs its `%N` tasks at once (changes/eligibility)
+    DEPENDENCY = "dependency"  # its dependency (sbatch --dependency) is not satisfied yet (changes/eligibility)
 
 
 class HintKind(StrEnum):

@@ -13,11 +13,13 @@ Owns: the order of one cycle, its named steps, and the reconciliation after a re
  4. usage decay      — every budget's fair-share usage decayed to now plus what its runs held
                        (changes.steps.decay_usage)
  5. snapshot         — the store loads the scheduling snapshot (the pending jobs the eligibility gate keeps out,
-                       held ones, are left out with their reasons: changes.eligibility); each cluster's session
-                       room is sized from the session demand kept in the engine state (changes.room) and passed in it
+                       held or waiting for a dependency, are left out with their reasons: changes.eligibility);
+                       each cluster's session room is sized from the session demand kept in the engine state
+                       (changes.room) and passed in it
  6. decide           — the policy's decide(snapshot, now); cancellations are decisions (core/cancellation.py)
- 7. change set       — what the decisions mean (changes.decisions.decision_changes) and the pending jobs whose
-                       cancellation was asked (changes.decisions.cancelled_pending)
+ 7. change set       — what the decisions mean (changes.decisions.decision_changes), the pending jobs whose
+                       cancellation was asked (changes.decisions.cancelled_pending) and those whose dependency can
+                       never be satisfied (changes.decisions.never_satisfied), cancelled
  8. periodic charges — open runs not charged for `charge_every` are charged to now (changes.steps.periodic_charges)
  9. reasons          — the pending reasons that changed since they were last written (changes.steps.reason_changes)
 10. persist          — the store writes the change set, intents and the session-demand statistic included (an
@@ -41,7 +43,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from allotment.changes.decisions import cancelled_pending, decision_changes
+from allotment.changes.decisions import cancelled_pending, decision_changes, never_satisfied
 from allotment.changes.events import event_changes
 from allotment.changes.records import ChangeSet
 from allotment.changes.room import DEMAND_KEY, ROOM_KEY, advance, demand_sample, room_sizes, rooms_json, with_rooms
@@ -219,6 +221,9 @@ def cycle(store: CycleStore, decide: Decide, now: Seconds) -> CycleReport:
         ]
         charged = tx.charged(lost) if lost else {}
         changes = cancelled_pending(tx.cancelled_pending(), now)
+        doomed = tx.unsatisfiable()
+        if doomed:
+            changes += never_satisfied(tx.jobs(doomed), doomed, now)
         changes += decision_changes(snap, decisions, now, rules, runs, jobs, charged, period_id)
         changes += periodic_charges(meters, changes, now, period_id, rules.accounting.charge_every)
         changes += reason_changes(decisions, now, tx.reason_memo, tx.gated())

@@ -123,10 +123,12 @@ class Client:
         yaml: str | None = None,
         request_id: str | None = None,
         array: str | None = None,
+        dependency: str | None = None,
     ) -> m.Submitted:
         """Submit a job spec, as a mapping or as YAML text (whose problems carry line numbers). A `request_id` makes
         the submission idempotent: a retry returns the job the first request created (`created` is False). `array`
-        (`0-999%50`) submits a job array, overriding the spec's `array` (the answer's `array` names it)."""
+        (`0-999%50`) submits a job array, overriding the spec's `array` (the answer's `array` names it); `dependency`
+        (sbatch --dependency text, e.g. "afterok:j-1:j-2") replaces the spec's own."""
         if (spec is None) == (yaml is None):
             raise ValueError("give either spec or yaml")
         body: dict[str, Any] = {"spec": dict(spec)} if spec is not None else {"yaml": yaml}
@@ -134,6 +136,8 @@ class Client:
             body["request_id"] = request_id
         if array is not None:
             body["array"] = array
+        if dependency is not None:
+            body["dependency"] = dependency
         return self._post(m.Submitted, "/jobs", body)
 
     def jobs(

@@ -45,6 +45,8 @@ class JobSummary(Model):
     array_id: str | None = None
     """The job array this job is a task of (its id is `<array_id>_<array_index>`), else None."""
     array_index: int | None = None
+    dependency: str | None = None
+    """What it waits for before it may start (sbatch --dependency text, e.g. afterok:j-1:j-2), else None."""
 
     @property
     def total_gpus(self) -> int:

@@ -13,7 +13,7 @@ Must not: start, stop or place anything: the store records the request and the e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import and_, or_, select
@@ -27,7 +27,7 @@ from allotment.config.limits import MAX_REQUEST_ID
 from allotment.core.model import ContractClass, JobKind, PolicyConfig
 from allotment.executors.accounts import NoAccount
 from allotment.ledger import INFRASTRUCTURE, EntryKind
-from allotment.service import cursors
+from allotment.service import cursors, dependencies
 from allotment.service.charges import charge_lines
 from allotment.service.context import Context
 from allotment.service.errors import (
@@ -207,9 +207,10 @@ def _submit_batch(ctx: Context, requests: Sequence[SubmitRequest]) -> list[Submi
         known = set(session.scalars(select(ClusterRow.name)))
         shapes = read_shapes(session)
         kinds = read_kinds(session)
+        named = dependencies.named_jobs(session, (r.doc.value for r in requests))
         for i, req in enumerate(requests):
             try:
-                accepted.append((i, _submission(ctx, req, parents, known, shapes, kinds)))
+                accepted.append((i, _submission(ctx, req, parents, known, shapes, kinds, named)))
             except ServiceError as exc:
                 out[i] = exc
         rows = submit_many(session, [sub for _, sub in accepted], ctx.now())
@@ -246,8 +247,10 @@ def _submission(
     known: set[str],
     shapes: Sequence[PoolShape],
     kinds: Sequence[NodeKind],
+    named: Mapping[str, tuple[str, str]],
 ) -> Submission:
-    """The store's record of a checked request; raises Invalid or Forbidden for a request that may not be made."""
+    """The store's record of a checked request (`named`: the jobs the batch's dependencies name, with their owner and
+    budget); raises Invalid or Forbidden for a request that may not be made."""
     spec, principal = req.doc.value, req.principal
     key = _request_key(principal, req.request_id)
     try:
@@ -255,6 +258,7 @@ def _submission(
     except NoAccount as exc:
         raise Invalid.of("user", exc.message) from None
     problems = _check_spec(ctx, principal, req.doc, parents, known, shapes, kinds)
+    problems += dependencies.problems(req.doc, principal, named, parents)
     if problems:
         raise Invalid("the job spec is invalid: " + "; ".join(str(p) for p in problems), problems)
     return Submission(
@@ -282,6 +286,7 @@ def _submission(
         memory=spec.resources.memory,
         hold=HOLD_USER if spec.hold else None,
         array=spec.array,
+        dependency=spec.dependency.text if spec.dependency is not None else None,
     )
 
 
@@ -306,6 +311,7 @@ def summary(row: JobRow | NewJob) -> JobSummary:
         requeues=row.requeues,
         array_id=row.array_id,
         array_index=row.array_index,
+        dependency=row.dependency,
     )
 
 

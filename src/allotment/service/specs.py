@@ -2,11 +2,12 @@
 
 Owns: the JobSpec model (name, budget, command as an argv list or a shell-like string split with shlex, image, env,
 workdir, resources {gpus, cpus and memory per replica, replicas, gpu_types, clusters}, contract {class, slice,
-fallback_opportunistic}, kind, priority, grace, max_runtime, requeue, hold, array), `parse_spec` for YAML text with
-field, line and reason for every problem, and `spec_from_data` for JSON. Durations are seconds or strings like 30m, 8h,
-2d; memory is MiB or strings like 512M, 16G; an array is Slurm's `--array` expression, `0-999%50` (config.arrays).
-Unknown keys are errors; a spec names no user: jobs always run as the authenticated user. An omitted slice or grace
-stays None here: the server's policy supplies it (service.jobs), so every client gets the same default.
+fallback_opportunistic}, kind, priority, grace, max_runtime, requeue, hold, array, dependency — sbatch --dependency
+text, parsed once here into changes.dependency's typed form), `parse_spec` for YAML text with field, line and reason
+for every problem, and `spec_from_data` for JSON. Durations are seconds or strings like 30m, 8h, 2d; memory is MiB or
+strings like 512M, 16G; an array is Slurm's `--array` expression, `0-999%50` (config.arrays). Unknown keys are
+errors; a spec names no user: jobs always run as the authenticated user. An omitted slice or grace stays None here:
+the server's policy supplies it (service.jobs), so every client gets the same default.
 
 Must not: check what depends on the deployment (the budget, the fleet, the policy's limits): service.jobs does.
 """
@@ -31,6 +32,8 @@ from pydantic import (
     model_validator,
 )
 
+from allotment.changes.dependency import MAX_DEPENDENCY_CHARS, Dependency, DependencyError
+from allotment.changes.dependency import parse as parse_dependency
 from allotment.config.arrays import ArrayRange, parse_array
 from allotment.config.fields import Cpus, Duration, Memory, Name, Text
 from allotment.config.gpus import whole_gpus
@@ -71,6 +74,27 @@ def _env_value(value: Any) -> Any:
         return str(value)
     return value
 
+
+def _dependency(value: Any) -> Dependency:
+    if isinstance(value, Dependency):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("give the dependency as text, e.g. afterok:j-3f9c0a1b2c3d:j-4a5b6c7d8e9f,singleton")
+    if len(value) > MAX_DEPENDENCY_CHARS:
+        raise ValueError(f"the dependency is longer than {MAX_DEPENDENCY_CHARS} characters")
+    try:
+        return parse_dependency(value)
+    except DependencyError as exc:
+        raise ValueError(str(exc)) from None
+
+
+DependencySpec = Annotated[
+    Dependency,
+    PlainValidator(_dependency),
+    PlainSerializer(lambda d: d.text, return_type=str),
+    WithJsonSchema({"type": "string", "maxLength": MAX_DEPENDENCY_CHARS}),
+]
+"""sbatch's --dependency text (changes.dependency), parsed into its typed form at the edge."""
 
 Argument = Annotated[Text, Field(min_length=1, max_length=MAX_ARG_CHARS)]
 """One argument of a command: no NUL byte, 1 to MAX_ARG_CHARS characters."""
@@ -184,6 +208,10 @@ class JobSpec(_Model):
     array: ArrayField | None = None
     """Submit a job array (sbatch --array): one task, a job of its own, per index, `%N` of them at most at once;
     every task is held too when `hold` is set."""
+    dependency: DependencySpec | None = None
+    """Start only once this holds (sbatch --dependency): `afterok:ID[:ID…]`, `afterany`, `afternotok`, `after`,
+    `singleton`, parts joined by `,` (all) or `?` (any). The jobs named must exist and be visible to the submitter
+    (service.dependencies)."""
 
     @field_validator("env")
     @classmethod

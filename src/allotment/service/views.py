@@ -44,6 +44,8 @@ class JobSummary(View):
     array_id: str | None = None
     """The job array this job is a task of (its id is `<array_id>_<array_index>`), else None."""
     array_index: int | None = None
+    dependency: str | None = None
+    """What it waits for before it may start (sbatch --dependency, canonical text), else None."""
 
 
 class JobEvent(View):

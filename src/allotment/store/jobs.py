@@ -58,6 +58,8 @@ class Submission:
     """Submit a job array: one task per index, each a job (`job_rows`)."""
     array_id: str | None = None
     """The array's id (default: a new one)."""
+    dependency: str | None = None
+    """The canonical dependency text (allotment.changes.dependency), or None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,7 @@ class NewJob:
     array_id: str | None = None
     array_index: int | None = None
     array_limit: int | None = None
+    dependency: str | None = None
 
 
 _INSERT_JOBS = insert(JobRow.metadata.tables["jobs"])
@@ -247,6 +250,7 @@ def job_values(sub: Submission, now: Seconds) -> dict[str, Any]:
         "array_id": None,
         "array_index": None,
         "array_limit": None,
+        "dependency": sub.dependency,
     }
 
 

@@ -158,6 +158,9 @@ class SqlCycle:
     def gated(self) -> Mapping[str, WaitReason]:
         return self._snapshot_cache.gated if self._snapped else {}
 
+    def unsatisfiable(self) -> Mapping[str, str]:
+        return self._snapshot_cache.unsatisfiable if self._snapped else {}
+
     def runs_of(self, keys: Iterable[tuple[str, int]], lock: bool) -> dict[tuple[str, int], OpenRun]:
         wanted = set(keys)
         jobs = sorted({job_id for job_id, _ in wanted})

@@ -1,9 +1,11 @@
 """Reading the scheduling snapshot out of the database for one cycle.
 
 Owns: reading the rows a snapshot is made of (fleet, budgets, balances, decayed usage, active jobs with their open
-runs and whether their cancellation was asked, windows, reservations) with plain Core selects (no ORM objects on
-this hot path), statements built once. What those facts mean — which jobs a snapshot holds, balances less what open
-runs have accrued — is changes.snapshot.assemble, shared with the in-memory store.
+runs, whether their cancellation was asked, their hold and dependency, windows, reservations, and for waiting jobs'
+dependencies the states of the jobs they name and the active namesakes of singleton jobs: `dependency_facts`) with
+plain Core selects (no ORM objects on this hot path), statements built once. What those facts mean — which jobs a
+snapshot holds, balances less what open runs have accrued — is changes.snapshot.assemble, shared with the in-memory
+store.
 
 Must not: write anything, or decide what a row means for the snapshot (changes.snapshot does).
 """
@@ -13,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, and_, bindparam, select
+from sqlalchemy.orm import Session, aliased
 
+from allotment.changes.eligibility import DependencyFacts, Named, Namesake
 from allotment.changes.snapshot import ActiveRow, OpenRunRow, SnapshotCache, assemble, unposted
-from allotment.core.jobstate import ACTIVE_ORDERED
+from allotment.core.jobstate import ACTIVE_ORDERED, JobState
 from allotment.core.model import (
     Allocation,
     Budget,
@@ -112,7 +115,15 @@ _ACTIVE = select(
     JobRow.array_id,
     JobRow.array_index,
     JobRow.array_limit,
+    JobRow.dependency,
 ).where(JobRow.state.in_(ACTIVE_STATES))
+_NAMED = select(JobRow.id, JobRow.state, JobRow.attempt).where(JobRow.id.in_(bindparam("ids", expanding=True)))
+_ME, _OTHER = aliased(JobRow), aliased(JobRow)
+_NAMESAKES = (
+    select(_ME.id, _OTHER.id, _OTHER.state, _OTHER.submitted_at)
+    .join(_OTHER, and_(_OTHER.user == _ME.user, _OTHER.name == _ME.name))
+    .where(_ME.id.in_(bindparam("ids", expanding=True)), _OTHER.state.in_(ACTIVE_STATES))
+)
 _WINDOWS = select(
     WindowRow.id,
     WindowRow.budget,
@@ -197,8 +208,9 @@ def load_snapshot(
             rev,
             requeue == attempt,  # a requeue asked of the run open now
             None if limit is None else (array_id or "", index or 0, limit),
+            dep,
         )
-        for jid, state, cancel, hold, rev, requeue, attempt, array_id, index, limit in conn.execute(_ACTIVE)
+        for jid, state, cancel, hold, rev, requeue, attempt, array_id, index, limit, dep in conn.execute(_ACTIVE)
     ]
     windows = tuple(
         CapacityWindow(wid, budget, cluster, gpu_type, gpus, start, end)
@@ -231,4 +243,19 @@ def load_snapshot(
         windows=windows,
         reservations=reservations,
         keep=SnapshotCache() if keep is None else keep,
+        lookup=lambda named, singletons: dependency_facts(conn, named, singletons),
     )
+
+
+def dependency_facts(conn: Connection, named: list[str], singletons: list[str]) -> DependencyFacts:
+    """The facts the eligibility gate needs for waiting jobs' dependencies: the state of each job named (and whether
+    it ever started), and the active jobs of the same user and name as each job with a singleton dependency."""
+    found: dict[str, Named] = {}
+    for batch in in_batches(named):
+        for jid, state, attempt in conn.execute(_NAMED, {"ids": batch}):
+            found[jid] = Named(JobState(state), attempt > 0)
+    namesakes: dict[str, list[Namesake]] = {}
+    for batch in in_batches(singletons):
+        for me, other, state, submitted_at in conn.execute(_NAMESAKES, {"ids": batch}):
+            namesakes.setdefault(me, []).append(Namesake(other, JobState(state), submitted_at))
+    return DependencyFacts(found, namesakes)

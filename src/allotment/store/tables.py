@@ -15,6 +15,8 @@ from typing import Annotated, Any
 from sqlalchemy import JSON, BigInteger, Double, ForeignKey, Index, Integer, MetaData, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from allotment.changes.dependency import MAX_DEPENDENCY_CHARS
+
 Time = Annotated[int, mapped_column(BigInteger)]
 Money = Annotated[int, mapped_column(BigInteger)]
 Name = Annotated[str, mapped_column(String(200))]
@@ -151,6 +153,9 @@ class JobRow(Base):
     """The task's index in its array (ALLOT_ARRAY_INDEX)."""
     array_limit: Mapped[int | None] = mapped_column(default=None)
     """The most tasks of its array that may run at once (`%N`; changes.eligibility), None: no limit."""
+    dependency: Mapped[str | None] = mapped_column(String(MAX_DEPENDENCY_CHARS), default=None)
+    """What the job waits for before it may start, in canonical sbatch --dependency text (changes.dependency), e.g.
+    `afterok:j-1:j-2,singleton`; None: nothing. changes.eligibility keeps it from the scheduler until satisfied."""
 
 
 class JobEventRow(Base):

@@ -16,7 +16,7 @@ from allotment.api.errors import ERROR_RESPONSES
 from allotment.api.limits import Submitter
 from allotment.api.schemas import SubmitRequest
 from allotment.config.limits import MAX_COUNT, MAX_OFFSET
-from allotment.service import explain, history, jobs, queueview
+from allotment.service import dependencies, explain, history, jobs, queueview
 from allotment.service.dashboard_views import QueuePage
 from allotment.service.errors import BadRequest
 from allotment.service.intake import Intake
@@ -40,7 +40,8 @@ async def submit(
     response: Response,
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> Submitted:
-    """Submit a job spec (as an object or YAML text). Returns 201 for a new job, 200 for a retried request.
+    """Submit a job spec (as an object or YAML text); `dependency` beside it replaces the spec's (sbatch
+    --dependency). Returns 201 for a new job, 200 for a retried request.
     Submissions arriving together are written in one transaction (service.intake). Rate limited per user (429
     with Retry-After); a user in no budget is refused (403) before the spec is read. A spec with `array` (or the
     body's `array`, which overrides it) creates a job array: every task in the one transaction, the answer's
@@ -53,6 +54,8 @@ async def submit(
         doc = spec_from_data(body.spec)
     if body.array is not None:
         doc = with_array(doc, body.array)
+    if body.dependency is not None:
+        doc = dependencies.with_dependency(doc, body.dependency)
     intake = request.app.state.intake
     assert isinstance(intake, Intake)
     result = await intake.submit(jobs.SubmitRequest(caller, doc, request_key(body.request_id, idempotency_key)))

@@ -134,7 +134,7 @@ class MemorySchedulingStore:
                         job_of(tuple(v[c] for c in JOB_COLUMNS)), v["name"], v["kind"], v["spec"], v["state"],
                         v["state_reason"], v["updated_at"], v["attempt"], v["cancel_requested_at"], v["request_id"],
                         v["hold"], array_id=v["array_id"], array_index=v["array_index"],
-                        array_limit=v["array_limit"],
+                        array_limit=v["array_limit"], dependency=v["dependency"],
                     )  # fmt: skip
                     s.journal.put(s.jobs, rec.job.id, rec)
                     s.journal.put(s.active, rec.job.id, rec)

@@ -104,6 +104,8 @@ class JobRec:
     """The jobs table's array columns: the array this job is a task of, its index and the array's `%N`."""
     array_index: int | None = None
     array_limit: int | None = None
+    dependency: str | None = None
+    """The jobs table's `dependency`: canonical sbatch --dependency text, or None (changes.eligibility)."""
 
 
 @dataclass(slots=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, MutableMapping
 
+from allotment.changes.eligibility import DependencyFacts, Named, Namesake
 from allotment.changes.intents import encode
 from allotment.changes.records import ChangeSet, JobFacts, OpenRun, Rules
 from allotment.changes.snapshot import ArrayTask, OpenRunRow, SnapshotCache, assemble
@@ -216,6 +217,7 @@ class MemoryCycle:
                     rec.revision,
                     rec.requeue_attempt == rec.attempt,
                     _array_task(rec),
+                    rec.dependency,
                 )
                 for jid, rec in s.active.items()
             ],
@@ -224,9 +226,24 @@ class MemoryCycle:
             windows=tuple(w for w in s.windows.values() if w.end > now),
             reservations=s.reservations,
             keep=self._keep,
+            lookup=self._dependency_facts,
         )
         self._snapped = True
         return snap
+
+    def _dependency_facts(self, named: list[str], singletons: list[str]) -> DependencyFacts:
+        """store/snapshot.dependency_facts over the records."""
+        s = self.s
+        found = {jid: Named(JobState(s.jobs[jid].state), s.jobs[jid].attempt > 0) for jid in named if jid in s.jobs}
+        namesakes: dict[str, list[Namesake]] = {}
+        for jid in singletons:
+            me = s.jobs[jid]
+            namesakes[jid] = [
+                Namesake(other_id, JobState(other.state), other.job.submitted_at)
+                for other_id, other in s.active.items()
+                if other.job.user == me.job.user and other.name == me.name
+            ]
+        return DependencyFacts(found, namesakes)
 
     def jobs(self, ids: Iterable[str]) -> dict[str, JobFacts]:
         s = self.s
@@ -245,6 +262,9 @@ class MemoryCycle:
 
     def gated(self) -> Mapping[str, WaitReason]:
         return self._keep.gated if self._snapped else {}
+
+    def unsatisfiable(self) -> Mapping[str, str]:
+        return self._keep.unsatisfiable if self._snapped else {}
 
     def runs_of(self, keys: Iterable[tuple[str, int]], lock: bool) -> dict[tuple[str, int], OpenRun]:
         s = self.s
