@@ -1,13 +1,15 @@
 """Benchmark: the engine's cycle end to end (load + decide + apply, one transaction) at Ai2 scale on SQLite and on
 PostgreSQL, the ledger's write throughput, and the engine process's resident memory (issue 3).
 
-Run: .venv/bin/python -m benchmarks.bench_engine [--cycles N] [--backends sqlite postgresql]
+Run: .venv/bin/python -m benchmarks.bench_engine [--cycles N] [--backends sqlite postgresql] [--dependent N]
 
 The database holds the Ai2-like organisation (≈4,096 GPUs in 512 nodes, ~60 budgets) and the demo's sample workload:
 ~600 running jobs with open runs holding ~88 % of the GPUs and 10,000 pending jobs. Each measured cycle is the real
 engine cycle (engine.cycle.cycle on SqlSchedulingStore) with the Allotment policy, run as Engine.step runs it (the
 cyclic garbage collector paused), the clock advancing 5 s between cycles (steady state after the first one).
-Targets: median cycle ≤ 200 ms; resident memory ≤ 500 MiB.
+Targets: median cycle ≤ 200 ms; resident memory ≤ 500 MiB. `--dependent N` gives N of the pending jobs a dependency
+(`afterok` on a running job, every tenth `afterok:…,singleton`), so they wait at the eligibility gate: what the
+dependency rule costs the cycle's load (decision 64).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def _database(backend: str, tmp: Path) -> tuple[Engine, Callable[[], None]]:
     return make_engine(url.render_as_string(hide_password=False)), drop
 
 
-def _load(db: Engine, pending: int) -> tuple[SqlSchedulingStore, int, int]:
+def _load(db: Engine, pending: int, dependent: int = 0) -> tuple[SqlSchedulingStore, int, int]:
     cfg = load_config(AI2)
     core = to_core(cfg)
     now = default_now(cfg)
@@ -137,6 +139,7 @@ def _load(db: Engine, pending: int) -> tuple[SqlSchedulingStore, int, int]:
                         "confirmed_at": r.started_at,
                     }
                 )
+        _depend(jobs, dependent)
         s.execute(insert(JobRow), jobs)
         s.execute(insert(JobEventRow), events)
         s.execute(insert(RunRow), runs)
@@ -177,13 +180,23 @@ def _ledger_throughput(store: SqlSchedulingStore, now: int, n: int = 20_000) -> 
     return fresh, retried
 
 
-def run(backend: str, cycles: int, pending: int) -> None:
+def _depend(jobs: list[dict[str, object]], dependent: int) -> None:
+    """Give `dependent` of the pending jobs a dependency on a running job (every tenth also singleton)."""
+    running = [str(j["id"]) for j in jobs if j["state"] == "running"]
+    waiting = [j for j in jobs if j["state"] == "pending"][:dependent]
+    for n, j in enumerate(waiting):
+        j["dependency"] = f"afterok:{running[n % len(running)]}" + (",singleton" if n % 10 == 0 else "")
+    for j in jobs:
+        j.setdefault("dependency", None)
+
+
+def run(backend: str, cycles: int, pending: int, dependent: int = 0) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db, drop = _database(backend, Path(tmp))
         try:
             upgrade(db)
             t0 = time.perf_counter()
-            store, now, running = _load(db, pending)
+            store, now, running = _load(db, pending, dependent)
             loaded = time.perf_counter() - t0
             policy = AllotmentPolicy()
             times, parts = [], []
@@ -201,7 +214,7 @@ def run(backend: str, cycles: int, pending: int) -> None:
             fresh, retried = _ledger_throughput(store, now + 5 * cycles)
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             print(
-                f"{backend}: {running} running runs, {pending:,} pending jobs "
+                f"{backend}: {running} running runs, {pending:,} pending jobs ({dependent:,} with a dependency) "
                 f"(loaded in {loaded:.1f} s; {core_build()})"
             )
             print(
@@ -222,9 +235,10 @@ def main() -> None:
     ap.add_argument("--cycles", type=int, default=11)
     ap.add_argument("--pending", type=int, default=10_000)
     ap.add_argument("--backends", nargs="*", default=["sqlite", "postgresql"])
+    ap.add_argument("--dependent", type=int, default=0, help="pending jobs with a dependency (decision 64)")
     args = ap.parse_args()
     for backend in args.backends:
-        run(backend, args.cycles, args.pending)
+        run(backend, args.cycles, args.pending, args.dependent)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import Connection, bindparam, select
+from sqlalchemy.orm import Session
 
 from allotment.changes.eligibility import DependencyFacts, Named, Namesake
 from allotment.changes.snapshot import ActiveRow, OpenRunRow, SnapshotCache, assemble, unposted
@@ -118,12 +118,12 @@ _ACTIVE = select(
     JobRow.dependency,
 ).where(JobRow.state.in_(ACTIVE_STATES))
 _NAMED = select(JobRow.id, JobRow.state, JobRow.attempt).where(JobRow.id.in_(bindparam("ids", expanding=True)))
-_ME, _OTHER = aliased(JobRow), aliased(JobRow)
-_NAMESAKES = (
-    select(_ME.id, _OTHER.id, _OTHER.state, _OTHER.submitted_at)
-    .join(_OTHER, and_(_OTHER.user == _ME.user, _OTHER.name == _ME.name))
-    .where(_ME.id.in_(bindparam("ids", expanding=True)), _OTHER.state.in_(ACTIVE_STATES))
+_WHO = select(JobRow.id, JobRow.user, JobRow.name).where(JobRow.id.in_(bindparam("ids", expanding=True)))
+_NAMESAKES = select(JobRow.id, JobRow.user, JobRow.name, JobRow.state, JobRow.submitted_at).where(
+    JobRow.state.in_(ACTIVE_STATES), JobRow.name.in_(bindparam("names", expanding=True))
 )
+"""The active jobs of these names (matched to their users in Python: one scan of the active jobs by the state index,
+not a lookup of every job of a user per singleton job, which cost 0.35 s a cycle for 200 of them at Ai2 scale)."""
 _WINDOWS = select(
     WindowRow.id,
     WindowRow.budget,
@@ -255,7 +255,14 @@ def dependency_facts(conn: Connection, named: list[str], singletons: list[str]) 
         for jid, state, attempt in conn.execute(_NAMED, {"ids": batch}):
             found[jid] = Named(JobState(state), attempt > 0)
     namesakes: dict[str, list[Namesake]] = {}
-    for batch in in_batches(singletons):
-        for me, other, state, submitted_at in conn.execute(_NAMESAKES, {"ids": batch}):
-            namesakes.setdefault(me, []).append(Namesake(other, JobState(state), submitted_at))
+    if singletons:
+        who: dict[tuple[str, str], list[str]] = {}
+        for batch in in_batches(singletons):
+            for jid, user, name in conn.execute(_WHO, {"ids": batch}):
+                who.setdefault((user, name), []).append(jid)
+                namesakes[jid] = []
+        for batch in in_batches(sorted({name for _, name in who})):
+            for other, user, name, state, submitted_at in conn.execute(_NAMESAKES, {"names": batch}):
+                for jid in who.get((user, name), ()):
+                    namesakes[jid].append(Namesake(other, JobState(state), submitted_at))
     return DependencyFacts(found, namesakes)
