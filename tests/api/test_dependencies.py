@@ -172,3 +172,20 @@ def test_a_dependency_beside_a_yaml_spec_replaces_its_own(api: Api) -> None:
     assert bad.status_code == 422 and bad.json()["problems"][0]["field"] == "dependency"
     wrong_line = api.call("POST", "/jobs", "chen", {"yaml": "budget: pretrain\ncommand: train\ndependency: x:y\n"})
     assert wrong_line.json()["problems"][0]["line"] == 3
+
+
+def test_a_dependency_on_a_job_array_waits_for_every_task(api: Api) -> None:
+    body = {"spec": {"budget": "pretrain", "command": ["train"], "array": "0-1", "resources": {"gpus": 8}}}
+    made = api.call("POST", "/jobs", "chen", body)
+    assert made.status_code == 201, made.text
+    array = str(made.json()["array"]["id"])
+    api.rig.outcomes[f"{array}_0"] = Outcome(duration=60, exit_code=0)
+    api.rig.outcomes[f"{array}_1"] = Outcome(duration=120, exit_code=0)
+    after = submitted(api, "chen", dependency=f"afterok:{array}")
+    failing = submitted(api, "chen", dependency=f"afternotok:{array}")
+    tick(api, 1)
+    tick(api, 90)  # task 0 completed, task 1 runs
+    assert state(api, after) == "pending"
+    assert f"afterok:{array} ({array} is running)" in why(api, after)["message"]
+    tick(api, 60)
+    assert (state(api, after), state(api, failing)) == ("running", "cancelled")

@@ -16,6 +16,7 @@ from allotment.changes.eligibility import (
     Named,
     Namesake,
     Unsatisfiable,
+    array_named,
     gate,
     screen,
 )
@@ -102,6 +103,24 @@ def test_the_reason_names_what_holds_the_job(text: str, known: DependencyFacts, 
     verdict = gate(B, None, text, known)
     assert verdict is not None
     assert message in (verdict.reason if isinstance(verdict, Unsatisfiable) else verdict.message)
+
+
+C, R, P = JobState.COMPLETED, JobState.RUNNING, JobState.PENDING
+ARRAYS = [
+    pytest.param([C, C], C, id="every-task-completed"),
+    pytest.param([C, R], R, id="a-task-runs"),
+    pytest.param([C, P], P, id="a-task-waits"),
+    pytest.param([R, P], R, id="running-before-pending"),
+    pytest.param([C, JobState.CANCELLED, JobState.FAILED], JobState.FAILED, id="the-worst-end-failed"),
+    pytest.param([C, JobState.CANCELLED], JobState.CANCELLED, id="one-cancelled"),
+    pytest.param([JobState.LOST, JobState.CANCELLED], JobState.LOST, id="lost-before-cancelled"),
+]
+
+
+@pytest.mark.parametrize(("tasks", "as_one"), ARRAYS)
+def test_an_array_named_by_its_id_stands_as_its_tasks_together(tasks: list[JobState], as_one: JobState) -> None:
+    named = array_named([Named(t, t is not P) for t in tasks])
+    assert named.state is as_one and named.started is any(t is not P for t in tasks)
 
 
 def test_any_of_is_satisfied_by_one_part_and_all_of_needs_every_part() -> None:

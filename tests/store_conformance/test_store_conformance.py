@@ -212,3 +212,19 @@ def test_an_array_is_every_task_at_once_and_runs_its_limit_with_its_place_in_eac
     assert {r.blocker.value for r in gated.values()} == {"array-limit"}
     launches = {i.job_id: i.spec.array for i in store.store.undelivered() if i.spec is not None}
     assert launches["a-5e0c2b7d9a14_5"] == ArrayPosition("a-5e0c2b7d9a14", 5, 5, 3, 9)
+
+
+def test_a_dependency_on_an_array_waits_for_every_task(store: Backend) -> None:
+    sweep = job("s", gpus=8, array=parse_array("0-1"), array_id="a-0d0e0f0a0b0c")
+    store.submit(sweep, job("after", dependency="afterok:a-0d0e0f0a0b0c"), now=T0 + H)
+    cycle(store.store, DECIDE, T0 + H)
+    first = T0 + H + 60
+    hear(store.store, [ExecutorEvent("a-0d0e0f0a0b0c_0", 0, EventKind.EXITED, first, 0)], first)
+    report = cycle(store.store, DECIDE, first)
+    assert report.decisions.starts == ()  # one task still runs
+    with store.store.transaction(first) as tx:
+        tx.snapshot(str(tx.state("period")))
+        assert "afterok:a-0d0e0f0a0b0c (a-0d0e0f0a0b0c is running)" in tx.gated()["after"].message
+    last = first + 60
+    hear(store.store, [ExecutorEvent("a-0d0e0f0a0b0c_1", 0, EventKind.EXITED, last, 0)], last)
+    assert [s.job_id for s in cycle(store.store, DECIDE, last).decisions.starts] == ["after"]

@@ -86,6 +86,24 @@ class DependencyFacts:
 NO_FACTS = DependencyFacts()
 
 
+def array_named(tasks: Sequence[Named]) -> Named:
+    """A job array named by its id (`afterok:a-…`, Slurm's dependency on an array job) as one job: active while any
+    task is (running if one runs), else completed when every task completed, otherwise failed, lost or cancelled
+    (in that order: the worst end among its tasks); started once any task has started."""
+    states = [t.state for t in tasks]
+    started = any(t.started for t in tasks)
+    if not states:
+        return Named(JobState.CANCELLED, started)
+    if any(s in _RUNNING for s in states):
+        return Named(JobState.RUNNING, started)
+    if JobState.PENDING in states:
+        return Named(JobState.PENDING, started)
+    for worst in (JobState.FAILED, JobState.LOST, JobState.CANCELLED):
+        if worst in states:
+            return Named(worst, started)
+    return Named(JobState.COMPLETED, started)
+
+
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """A pending job the gate looks at: one with a hold or a dependency (the text as stored)."""

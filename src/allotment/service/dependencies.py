@@ -27,7 +27,8 @@ from allotment.store.tables import JobRow
 
 
 def named_jobs(session: Session, specs: Iterable[JobSpec]) -> dict[str, tuple[str, str]]:
-    """Job id → (user, budget) of every existing job the specs' dependencies name."""
+    """Job id → (user, budget) of every existing job the specs' dependencies name, and of every job array they name by
+    its id (its tasks share their user and budget)."""
     ids = sorted({jid for spec in specs if spec.dependency is not None for jid in spec.dependency.job_ids})
     found: dict[str, tuple[str, str]] = {}
     for batch in in_batches(ids):
@@ -35,6 +36,12 @@ def named_jobs(session: Session, specs: Iterable[JobSpec]) -> dict[str, tuple[st
             select(JobRow.id, JobRow.user, JobRow.budget).where(JobRow.id.in_(batch))
         ):
             found[jid] = (user, budget)
+    for batch in in_batches([jid for jid in ids if jid not in found]):
+        for array_id, user, budget in session.execute(
+            select(JobRow.array_id, JobRow.user, JobRow.budget).where(JobRow.array_id.in_(batch)).distinct()
+        ):
+            if array_id is not None:
+                found[array_id] = (user, budget)
     return found
 
 

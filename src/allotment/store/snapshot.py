@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.orm import Session
 
-from allotment.changes.eligibility import DependencyFacts, Named, Namesake
+from allotment.changes.eligibility import DependencyFacts, Named, Namesake, array_named
 from allotment.changes.snapshot import ActiveRow, OpenRunRow, SnapshotCache, assemble, unposted
 from allotment.core.jobstate import ACTIVE_ORDERED, JobState
 from allotment.core.model import (
@@ -118,6 +118,10 @@ _ACTIVE = select(
     JobRow.dependency,
 ).where(JobRow.state.in_(ACTIVE_STATES))
 _NAMED = select(JobRow.id, JobRow.state, JobRow.attempt).where(JobRow.id.in_(bindparam("ids", expanding=True)))
+_ARRAY_TASKS = select(JobRow.array_id, JobRow.state, JobRow.attempt).where(
+    JobRow.array_id.in_(bindparam("ids", expanding=True))
+)
+"""The tasks of the arrays a dependency names by array id (changes.eligibility.array_named)."""
 _WHO = select(JobRow.id, JobRow.user, JobRow.name).where(JobRow.id.in_(bindparam("ids", expanding=True)))
 _NAMESAKES = select(JobRow.id, JobRow.user, JobRow.name, JobRow.state, JobRow.submitted_at).where(
     JobRow.state.in_(ACTIVE_STATES), JobRow.name.in_(bindparam("names", expanding=True))
@@ -249,11 +253,17 @@ def load_snapshot(
 
 def dependency_facts(conn: Connection, named: list[str], singletons: list[str]) -> DependencyFacts:
     """The facts the eligibility gate needs for waiting jobs' dependencies: the state of each job named (and whether
-    it ever started), and the active jobs of the same user and name as each job with a singleton dependency."""
+    it ever started; an array named by its id as its tasks together: changes.eligibility.array_named), and the
+    active jobs of the same user and name as each job with a singleton dependency."""
     found: dict[str, Named] = {}
     for batch in in_batches(named):
         for jid, state, attempt in conn.execute(_NAMED, {"ids": batch}):
             found[jid] = Named(JobState(state), attempt > 0)
+    arrays: dict[str, list[Named]] = {}
+    for batch in in_batches([jid for jid in named if jid not in found]):  # not a job: an array's id, perhaps
+        for array_id, state, attempt in conn.execute(_ARRAY_TASKS, {"ids": batch}):
+            arrays.setdefault(str(array_id), []).append(Named(JobState(state), attempt > 0))
+    found.update((array_id, array_named(tasks)) for array_id, tasks in arrays.items())
     namesakes: dict[str, list[Namesake]] = {}
     if singletons:
         who: dict[tuple[str, str], list[str]] = {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, MutableMapping
 
-from allotment.changes.eligibility import DependencyFacts, Named, Namesake
+from allotment.changes.eligibility import DependencyFacts, Named, Namesake, array_named
 from allotment.changes.intents import encode
 from allotment.changes.records import ChangeSet, JobFacts, OpenRun, Rules
 from allotment.changes.snapshot import ArrayTask, OpenRunRow, SnapshotCache, assemble
@@ -235,6 +235,13 @@ class MemoryCycle:
         """store/snapshot.dependency_facts over the records."""
         s = self.s
         found = {jid: Named(JobState(s.jobs[jid].state), s.jobs[jid].attempt > 0) for jid in named if jid in s.jobs}
+        arrays = {jid for jid in named if jid not in found}  # not a job: an array's id, perhaps
+        if arrays:
+            tasks: dict[str, list[Named]] = {}
+            for rec in s.jobs.values():
+                if rec.array_id in arrays:
+                    tasks.setdefault(rec.array_id, []).append(Named(JobState(rec.state), rec.attempt > 0))
+            found.update((array_id, array_named(ts)) for array_id, ts in tasks.items())
         namesakes: dict[str, list[Namesake]] = {}
         for jid in singletons:
             me = s.jobs[jid]
