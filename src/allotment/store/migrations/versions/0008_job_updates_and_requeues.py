@@ -1,8 +1,8 @@
 """Pending jobs can be updated and running jobs requeued: the columns jobs.revision, jobs.requeue_attempt and
 jobs.requeues.
 
-Revision ID: 0011
-Revises: 0008
+Revision ID: 0008
+Revises: 0007
 Create Date: 2026-12-04
 
 Owns: the columns matching allotment.store.tables.JobRow: `revision` (0 at submission, one more with each update of
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0011"
-down_revision: str | None = "0008"
+revision: str = "0008"
+down_revision: str | None = "0007"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

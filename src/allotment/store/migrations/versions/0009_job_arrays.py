@@ -1,7 +1,7 @@
 """Jobs can be tasks of a job array: the columns jobs.array_id, jobs.array_index and jobs.array_limit.
 
-Revision ID: 0010
-Revises: 0011
+Revision ID: 0009
+Revises: 0008
 Create Date: 2026-12-04
 
 Owns: the columns matching allotment.store.tables.JobRow: array_id (the array a task belongs to, indexed: cancel,
@@ -18,8 +18,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0010"
-down_revision: str | None = "0011"
+revision: str = "0009"
+down_revision: str | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

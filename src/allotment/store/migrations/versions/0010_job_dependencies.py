@@ -1,7 +1,7 @@
 """Jobs can depend on other jobs: the column jobs.dependency.
 
-Revision ID: 0009
-Revises: 0010
+Revision ID: 0010
+Revises: 0009
 Create Date: 2026-12-04
 
 Owns: the column jobs.dependency matching allotment.store.tables.JobRow: the canonical sbatch --dependency text a
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0009"
-down_revision: str | None = "0010"
+revision: str = "0010"
+down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,6 +1,6 @@
 """Jobs can be held: the column jobs.hold.
 
-Revision ID: 0008
+Revision ID: 0007
 Revises: 0006
 Create Date: 2026-12-04
 
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0008"
+revision: str = "0007"
 down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
