@@ -30,7 +30,7 @@ from allotment.core.decisions import Blocker, Decisions, PreemptReason
 from allotment.core.model import Job, Seconds, Snapshot
 from allotment.core.placement import Placement
 from allotment.policies.common import Frame, drain_all, end_of_life, pending_jobs, static_shares
-from allotment.policies.preempting import NoRoom, carry_rooms, find_room, ready_at, take_room
+from allotment.policies.preempting import Lookout, NoRoom, carry_rooms, find_room, ready_at, take_room
 
 
 def nominal_quotas(
@@ -195,6 +195,7 @@ class KueueFairSharing:
             q.sort(key=lambda j: (-j.priority, j.submitted_at, j.id))
         heads = dict.fromkeys(queues, 0)
         no_room = NoRoom(frame)
+        lookout = Lookout(frame)
 
         def with_head(name: str) -> tuple[float, str]:
             job = queues[name][heads[name]]
@@ -209,7 +210,7 @@ class KueueFairSharing:
             name = min(ready, key=with_head)
             job = queues[name][heads[name]]
             heads[name] += 1
-            self._admit(frame, quotas, job, promised, no_room, admit)
+            self._admit(frame, quotas, job, promised, (no_room, lookout), admit)
         return frame.decisions()
 
     def _admit(
@@ -218,7 +219,7 @@ class KueueFairSharing:
         quotas: Quotas,
         job: Job,
         promised: dict[int, int],
-        no_room: NoRoom,
+        memo: tuple[NoRoom, Lookout],
         admit: Callable[[Job, Placement], None],
     ) -> None:
         placement = frame.place_now(job)
@@ -230,8 +231,9 @@ class KueueFairSharing:
         reclaim = Reclaim(quotas, job)
         shape = (job.budget, frame.pools(job), job.gpus, job.replicas)
         room = None
+        no_room, lookout = memo
         if not no_room.known(shape, job.priority):
-            room = find_room(frame, job, reclaim.eligible, reclaim.order, promised, reclaim.suspects)
+            room = find_room(frame, job, reclaim.eligible, reclaim.order, promised, reclaim.suspects, lookout)
         if room is None:
             no_room.record(shape, job.priority)
             frame.wait(

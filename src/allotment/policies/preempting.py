@@ -12,7 +12,7 @@ Must not: decide which work is a victim or in what order (the policy passes `eli
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from allotment.core.capacity import Occupant, Pool
@@ -36,14 +36,17 @@ def find_room(
     eligible: Callable[[Job], bool],
     order: Callable[[Job], tuple[object, ...]],
     promised: dict[int, int],
-    suspects: Callable[[Pool], Container[str]] | None = None,
+    suspects: Callable[[Pool], Collection[str]] | None = None,
+    lookout: Lookout | None = None,
 ) -> Room | None:
     """The nodes where the gang could start once the fewest, first-in-`order` eligible victims and the unpromised
     leaving work are gone; None when no choice of victims makes room.
 
     `suspects`, when given, names for a pool the budgets whose running work there `eligible` can accept at all (a
     necessary condition of it, so the answer is the same): other work is passed over without asking `eligible`, and
-    a node whose suspects together hold too few GPUs is passed over without sorting them."""
+    a node whose suspects together hold too few GPUs is passed over without sorting them. With a `lookout` too, only
+    the nodes that have free or leaving GPUs or hold suspects' work are visited: on any other node nothing can make
+    room, which is what the visit would find."""
     cap = frame.cap
     for pool in frame.pools(job):
         size = node_size(cap, pool)
@@ -53,7 +56,9 @@ def find_room(
         need = job.total_gpus if k == 1 else size
         budgets = None if suspects is None else suspects(pool)
         options: list[tuple[tuple[object, ...], int, list[Job]]] = []
-        for idx in frame.usable(job, pool, need):
+        usable = frame.usable(job, pool, need)
+        nodes = usable if budgets is None or lookout is None else lookout.within(usable, pool, budgets)
+        for idx in nodes:
             slot = cap.nodes[idx]
             leaving = suspected = 0
             staying: list[Occupant] = []
@@ -153,6 +158,53 @@ def carry_rooms(frame: Frame, promised: dict[int, int], start: Callable[[Job, Pl
         )
         handled[job.id] = room
     return handled
+
+
+class Lookout:
+    """Where, in one cycle, a room search narrowed to suspects must look: nodes with free or leaving GPUs (a node
+    without either has room only through victims), and the nodes holding each budget's running work. Both only
+    grow within a cycle as far as they matter: free GPUs are never returned within a cycle, work is told to leave
+    through the capacity (whose change log names the node), and work started in the cycle is never a victim."""
+
+    def __init__(self, frame: Frame) -> None:
+        self.frame = frame
+        self._open: dict[Pool, tuple[set[int], int]] = {}
+        self._holding: dict[str, set[int]] | None = None
+        self._sets: dict[int, tuple[list[int], frozenset[int]]] = {}
+
+    def open(self, pool: Pool) -> set[int]:
+        """Nodes of the pool with free or leaving GPUs, or changed since (a superset, kept up from the capacity's
+        change log)."""
+        cap = self.frame.cap
+        log = cap.changes[pool]
+        found = self._open.get(pool)
+        if found is None:
+            nodes = {i for i in cap.pools[pool] if cap.nodes[i].free or any(o.leaving for o in cap.nodes[i].occupants)}
+        else:
+            nodes, seen = found
+            nodes.update(log[seen:])
+        self._open[pool] = (nodes, len(log))
+        return nodes
+
+    def holding(self, budget: str) -> set[int]:
+        """The nodes where the budget's running work sits (work started in this cycle is never a victim)."""
+        if self._holding is None:
+            self._holding = {}
+            for slot in self.frame.cap.nodes:
+                for o in slot.occupants:
+                    if o.job.run is not None:
+                        self._holding.setdefault(o.job.budget, set()).add(slot.idx)
+        return self._holding.get(budget, set())
+
+    def within(self, usable: list[int], pool: Pool, budgets: Collection[str]) -> list[int]:
+        """The usable nodes worth a visit, in index order."""
+        wanted = set(self.open(pool))
+        for b in budgets:
+            wanted |= self.holding(b)
+        found = self._sets.get(id(usable))
+        if found is None or found[0] is not usable:
+            found = self._sets[id(usable)] = (usable, frozenset(usable))
+        return sorted(wanted & found[1])
 
 
 class NoRoom:
