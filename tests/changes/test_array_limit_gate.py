@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from allotment.changes.snapshot import ActiveRow, OpenRunRow, SnapshotCache, assemble
+from allotment.changes.snapshot import ActiveRow, OpenRunRow, SnapshotCache
 from allotment.changes.steps import reason_changes
 from allotment.core.decisions import Blocker, Decisions
-from allotment.core.model import Allocation, Budget, Job
-from tests.changes.support import POLICY, RULES, SNAP, T0
+from allotment.core.model import Job
+from tests.changes.support import T0, loaded
 
 RUN_COLUMNS = (T0, "guaranteed", None, None, None, None, None, None, None, 0)
 
@@ -30,23 +30,7 @@ def load(active: list[ActiveRow], keep: SnapshotCache, ended_late: tuple[str, ..
     jobs = {row[0]: Job(row[0], "lab", "ann", 1) for row in active}
     runs = [OpenRunRow(jid, [], 0, 0, T0, T0, RUN_COLUMNS) for jid, state, *_ in active if state != "pending"]
     runs += [OpenRunRow(jid, [], 0, 0, T0, T0, RUN_COLUMNS) for jid in ended_late]
-    snap = assemble(
-        T0,
-        POLICY,
-        RULES.rates,
-        clusters=SNAP.clusters,
-        nodes=SNAP.nodes,
-        budgets=[Budget("lab", None, 0)],
-        money={},
-        usage={},
-        open_runs=runs,
-        active=active,
-        fill=lambda ids, cache: cache.update((i, jobs[i]) for i in ids),
-        placement_of=lambda _: (Allocation("n1", (0,)),),
-        windows=(),
-        reservations=(),
-        keep=keep,
-    )
+    snap = loaded(active, keep, jobs, open_runs=runs)
     return sorted(j.id for j in snap.jobs if j.run is None)
 
 

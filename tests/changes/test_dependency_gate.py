@@ -20,11 +20,11 @@ from allotment.changes.eligibility import (
     gate,
     screen,
 )
-from allotment.changes.snapshot import ActiveRow, SnapshotCache, assemble
+from allotment.changes.snapshot import ActiveRow, SnapshotCache
 from allotment.core.decisions import Blocker, WaitReason
 from allotment.core.jobstate import JobState
-from allotment.core.model import Allocation, Budget, Job
-from tests.changes.support import POLICY, RULES, SNAP, T0, job
+from allotment.core.model import Job
+from tests.changes.support import T0, job, loaded
 
 B = Job("b", "lab", "ann", 8, submitted_at=T0 + 10)
 
@@ -211,12 +211,7 @@ def snapshot(active: Sequence[ActiveRow], known: DependencyFacts, keep: Snapshot
         asked.append((named, singletons))
         return known
 
-    snap = assemble(
-        T0, POLICY, RULES.rates, clusters=SNAP.clusters, nodes=SNAP.nodes, budgets=[Budget("lab", None, 0)],
-        money={}, usage={}, open_runs=[], active=active,
-        fill=lambda ids, cache: cache.update((i, JOBS[i]) for i in ids),
-        placement_of=lambda _: (Allocation("n1", (0,)),), windows=(), reservations=(), keep=keep, lookup=lookup,
-    )  # fmt: skip
+    snap = loaded(active, keep, JOBS, lookup=lookup)
     assert len(asked) <= 1 and all(named == sorted(named) for named, _ in asked)
     return tuple(j.id for j in snap.jobs)
 

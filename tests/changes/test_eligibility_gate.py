@@ -6,33 +6,17 @@ from __future__ import annotations
 
 import pytest
 
-from allotment.changes.snapshot import ActiveRow, SnapshotCache, assemble
+from allotment.changes.snapshot import ActiveRow, SnapshotCache
 from allotment.changes.steps import reason_changes
 from allotment.core.decisions import Blocker, Decisions
-from allotment.core.model import Allocation, Budget, Job
-from tests.changes.support import POLICY, RULES, SNAP, T0
+from allotment.core.model import Job
+from tests.changes.support import T0, loaded
 
 JOBS = {jid: Job(jid, "lab", "ann", 8, replicas=2) for jid in ("a", "b", "c")}
 
 
 def snapshot(active: list[ActiveRow], keep: SnapshotCache) -> tuple[str, ...]:
-    snap = assemble(
-        T0,
-        POLICY,
-        RULES.rates,
-        clusters=SNAP.clusters,
-        nodes=SNAP.nodes,
-        budgets=[Budget("lab", None, 0, False)],
-        money={},
-        usage={},
-        open_runs=[],
-        active=active,
-        fill=lambda ids, cache: cache.update((i, JOBS[i]) for i in ids),
-        placement_of=lambda _: (Allocation("n1", (0,)),),
-        windows=(),
-        reservations=(),
-        keep=keep,
-    )
+    snap = loaded(active, keep, JOBS)
     return tuple(j.id for j in snap.jobs)
 
 

@@ -3,9 +3,9 @@ the core always sees what a pending job asks for now, and a job whose revision i
 
 from __future__ import annotations
 
-from allotment.changes.snapshot import ActiveRow, SnapshotCache, assemble
-from allotment.core.model import Allocation, Budget, Job
-from tests.changes.support import POLICY, RULES, SNAP, T0
+from allotment.changes.snapshot import ActiveRow, SnapshotCache
+from allotment.core.model import Job
+from tests.changes.support import loaded
 
 
 class Table:
@@ -20,23 +20,7 @@ class Table:
         cache.update((i, self.jobs[i]) for i in ids)
 
     def load(self, active: list[ActiveRow], keep: SnapshotCache) -> dict[str, Job]:
-        snap = assemble(
-            T0,
-            POLICY,
-            RULES.rates,
-            clusters=SNAP.clusters,
-            nodes=SNAP.nodes,
-            budgets=[Budget("lab", None, 0, False)],
-            money={},
-            usage={},
-            open_runs=[],
-            active=active,
-            fill=self.fill,
-            placement_of=lambda _: (Allocation("n1", (0,)),),
-            windows=(),
-            reservations=(),
-            keep=keep,
-        )
+        snap = loaded(active, keep, self.fill)
         return {j.id: j for j in snap.jobs}
 
 
