@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,9 +212,10 @@ def arrays(url: str, size: int, repeats: int) -> list[float]:
         r.raise_for_status()
         http.headers["Authorization"] = f"Bearer {r.json()['secret']}"
         took: list[float] = []
+        run_id = uuid.uuid4().hex[:8]  # a database given with --database-url may hold an earlier run's arrays
         for n in range(repeats):
             spec = {"budget": "pretrain", "command": ["sleep", "20"], "resources": {"gpus": 1}}
-            body = {"spec": {**spec, "array": f"0-{size - 1}%50"}, "request_id": f"array-{n}"}
+            body = {"spec": {**spec, "array": f"0-{size - 1}%50"}, "request_id": f"array-{run_id}-{n}"}
             t0 = time.perf_counter()
             response = http.post("/jobs", json=body)
             took.append(time.perf_counter() - t0)
