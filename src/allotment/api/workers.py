@@ -28,9 +28,18 @@ from dataclasses import dataclass, field, replace
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
+import uvicorn
+
+from allotment.api.app import create_app
+from allotment.config import load_config
 from allotment.engine.server import Server
-from allotment.engine.setup import Settings
-from allotment.ops.wake import WakeListener, wake_path
+from allotment.engine.setup import Settings, database_url, make_clock
+from allotment.engine.setup import run_as as resolve_run_as
+from allotment.ops.hardening import allowed_hosts
+from allotment.ops.logs import configure_logging
+from allotment.ops.state import PROCESS, Role
+from allotment.ops.wake import WakeListener, WakeSender, wake_path
+from allotment.store.db import make_engine, session_factory
 
 log = logging.getLogger("allotment.api")
 
@@ -85,18 +94,6 @@ def _die_with_parent(parent: int) -> None:
 def worker_main(spec: WorkerSpec, sock: socket.socket) -> None:
     """A worker process: build this process's sessions, clock and application, and serve on `sock` until SIGTERM."""
     _die_with_parent(spec.parent)
-    import uvicorn
-
-    from allotment.api.app import create_app
-    from allotment.config import load_config
-    from allotment.engine.setup import database_url, make_clock
-    from allotment.engine.setup import run_as as resolve_run_as
-    from allotment.ops.hardening import allowed_hosts
-    from allotment.ops.logs import configure_logging
-    from allotment.ops.state import PROCESS, Role
-    from allotment.ops.wake import WakeSender
-    from allotment.store.db import make_engine, session_factory
-
     configure_logging()
     PROCESS.set_role(Role.API_WORKER)
     settings = spec.settings
