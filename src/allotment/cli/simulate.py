@@ -2,13 +2,14 @@
 budget plan over a recorded history.
 
 Owns: the command's options, the Rich progress bar, choosing the report's output folder and the exit codes
-(0 done, 2 invalid scenario, plan or history). Must not: simulate, compute metrics or render the report itself
-(allotment.sim does).
+(0 done, 2 invalid scenario, plan, history or saved runs), combining saved runs into one report. Must not: simulate,
+compute metrics or render the report itself (allotment.sim does).
 """
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from enum import StrEnum
 from functools import partial
 from pathlib import Path
@@ -23,8 +24,8 @@ from rich.table import Table
 
 from allotment.config import ConfigError, load_config
 from allotment.service.plan_check import ServiceError, check_plan_against
-from allotment.sim import report
-from allotment.sim.batch import Task, run_all, run_task
+from allotment.sim import report, runfile
+from allotment.sim.batch import Done, Task, run_all, run_task
 from allotment.sim.scenario import ScenarioError, load_scenario, make_policy
 from allotment.sim.seeds import SeedError, parse_seeds
 from allotment.sim.whatif import WhatIfError, current_plan_data, load_history, load_plan, period_start, run_what_if
@@ -132,6 +133,13 @@ def simulate(
             "--store", help="Where simulated state is kept: memory (fast) or sqlite (the SQL store, in memory)."
         ),
     ] = StoreKind.MEMORY,
+    combine: Annotated[
+        str | None,
+        typer.Option(
+            "--combine",
+            help="Comma-separated report folders of one scenario: one report from the runs each saved (runs.json).",
+        ),
+    ] = None,
 ) -> None:
     """Simulate SCENARIO under each policy and write a side-by-side report; or, with --plan and --history, replay a
     recorded history under a proposed budget plan and report each budget's expected share, waits and exhaustion."""
@@ -148,6 +156,12 @@ def simulate(
             raise typer.Exit(code=2)
         md, page = _what_if(console, plan, history, out, config, days, skip_days, seed or 1)
         console.print(f"wrote {md} and {page}")
+        return
+    if combine is not None:
+        if scenario is not None:
+            console.print("[red]--combine makes a report from saved runs: give it no SCENARIO[/red]")
+            raise typer.Exit(code=2)
+        _combine(console, combine, out)
         return
     if scenario is None:
         console.print("[red]give a SCENARIO file (or --plan and --history for a what-if)[/red]")
@@ -178,15 +192,36 @@ def simulate(
             bar.stop()
             console.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
             raise typer.Exit(code=2) from None
+    command = f"allot simulate {scenario} --policies {','.join(names)} --out {out}" + (
+        f" --seeds {seeds}" if seeds is not None else f" --seed {seed}" if seed is not None else ""
+    )
+    runfile.save(out, f"Simulation: {spec.name}", scenario, done)
+    _report(console, f"Simulation: {spec.name}", done, out, command)
+
+
+def _report(console: Console, title: str, done: Sequence[Done], out: Path, command: str) -> None:
+    """Write the report of these runs: policies in the order they first appear, each policy's seeds in order."""
+    names = list(dict.fromkeys(d.task.policy for d in done))
     by_policy = {n: [(d.task.seed, d.metrics) for d in done if d.task.policy == n] for n in names}
     stats = [
         f"{d.task.policy} seed {d.task.seed}: {d.cycles:,} cycles, {d.events:,} events in {d.wall_seconds:.1f} s "
         f"({d.events / max(d.wall_seconds, 1e-9):,.0f} events/s)"
         for d in done
     ]
-    command = f"allot simulate {scenario} --policies {','.join(names)} --out {out}" + (
-        f" --seeds {seeds}" if seeds is not None else f" --seed {seed}" if seed is not None else ""
-    )
     first = [by_policy[n][0][1] for n in names]
-    md, page = report.write(f"Simulation: {spec.name}", [*done[0].notes, *stats], first, out, command, seeds=by_policy)
+    md, page = report.write(title, [*done[0].notes, *stats], first, out, command, seeds=by_policy)
     console.print(f"wrote {md} and {page}")
+
+
+def _combine(console: Console, folders: str, out: Path) -> None:
+    """`--combine`: one report from the runs.json of several report folders."""
+    try:
+        runs = runfile.combine([Path(f.strip()) for f in folders.split(",") if f.strip()])
+    except runfile.RunFileError as exc:
+        console.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
+        raise typer.Exit(code=2) from None
+    ordered = sorted(runs.runs, key=lambda d: d.task.seed)
+    names = list(dict.fromkeys(d.task.policy for d in runs.runs))
+    done = [d for n in names for d in ordered if d.task.policy == n]
+    runfile.save(out, runs.title, Path(runs.scenario), done)
+    _report(console, runs.title, done, out, f"allot simulate --combine {folders} --out {out}")
