@@ -157,10 +157,12 @@ def _whole_breaches(snap: Snapshot, d: Decisions) -> list[str]:
         for a in s.placement:
             if a.node not in soon:
                 continue
+            fast = s.run_class is RunClass.OPPORTUNISTIC and quick(snap, jobs[s.job_id])
+            if fast:
+                continue  # work that leaves within seconds keeps its GPUs in the room, as it does already running
             c = nodes[a.node].cluster
             before = whole_nodes(c)
             soon[a.node] -= len(a.gpus)
-            fast = s.run_class is RunClass.OPPORTUNISTIC and quick(snap, jobs[s.job_id])
             slow = s in rest and s.rule != "reservation" and s.backfill_for is None and not fast
             if slow and before and not whole_nodes(c):
                 out.append(f"{s.job_id} ({s.rule}) takes {len(a.gpus)} GPUs of {a.node}, the last whole node")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from allotment.core.decisions import PreemptReason
-from allotment.core.model import ContractClass, Job, JobKind
+from allotment.core.model import ContractClass, Job, JobKind, ReservationKind, RunClass
 from tests.core.builders import HOUR, World
 from tests.core.strategies import CheckedDriver
 
@@ -87,3 +87,37 @@ def test_five_whole_node_sessions_one_after_another_each_start_at_once_while_a_g
     drv.run_until(plan.planned_start + 300, every=300)
     began = drv.started_at("big")
     assert began is not None and began <= plan.planned_start
+
+
+@pytest.mark.parametrize(
+    ("room", "claims"),
+    [
+        pytest.param(5, False, id="the-claim-would-take-the-fast-leaving-work-beside-the-victim-from-a-met-room"),
+        pytest.param(3, True, id="a-room-the-claim-leaves-whole"),
+    ],
+)
+def test_a_preemption_claim_takes_the_nodes_whole_part_of_the_room(room: int, claims: bool) -> None:
+    """A preemptor's reservation claims its node, and a claimed node is no part of the room: the claim takes all the
+    node's free and fast-leaving GPUs from the room, not only those its victims free. The victim here is slow-leaving
+    slice-expired work (4 GPUs) beside 2 GPUs of fast-leaving opportunistic work too few to free the 4 asked for; the
+    room counts those 2 and node 01's 3 free GPUs (5). (A planned start may still claim the node when the victim's
+    notice ends, as the cluster's plans may: §8.)"""
+    now = 10 * HOUR
+    w = World().cluster("c1", nodes=2).budget("red").budget("blue").room("c1", room)
+    w.running("opp", "blue", {"c1-h100-00": 2}, started=0, contract=ContractClass.OPPORTUNISTIC, grace=0)
+    w.running(
+        "expired",
+        "blue",
+        {"c1-h100-00": 4},
+        started=now - HOUR,
+        slice_end=now - HOUR // 2,
+        run_class=RunClass.OPPORTUNISTIC,
+        grace=60,
+    )
+    w.running("inside", "blue", {"c1-h100-00": 2}, started=now - HOUR, slice_end=now + 6 * HOUR, grace=60)
+    w.running("slice", "blue", {"c1-h100-01": 5}, started=now - HOUR, slice_end=now + 6 * HOUR, grace=60)
+    w.pending("g", "red", gpus=4, submitted_at=now - 60, slice_seconds=HOUR)
+    d = CheckedDriver(w.snapshot(), {}, now).step(now)
+    fair_share = [p.job_id for p in d.preempts if p.reason is PreemptReason.FAIR_SHARE]
+    assert fair_share == (["expired"] if claims else [])
+    assert [r.job_id for r in d.reserves if r.kind is ReservationKind.PREEMPTION] == (["g"] if claims else [])

@@ -169,7 +169,7 @@ def place_by_preemption(
         size = node_size(st.cap, pool)
         k = nodes_needed(job, size)
         need = job.total_gpus if k == 1 else size
-        # headroom: only free GPUs and fast-leaving victims count against it (found[3] below)
+        # headroom: the claim takes the node's part of the room, its free and fast-leaving GPUs (found[3] below)
         room = allowance(pool[0])
         if k == 0 or (room is not None and room < 0):
             continue
@@ -196,7 +196,7 @@ def place_by_preemption(
                 continue
             if k > 1 and slot.node.gpus != size:
                 continue
-            fresh = node_victims(slot, need, now, rule, st.ix.grace, st.ix.quick_occupant)
+            fresh = node_victims(slot, need, now, rule, st.ix.grace)
             if fresh is None or (room is not None and (fresh[3] > room or not keeps_whole_node(st, slot, fresh[3]))):
                 continue
             if beside and not frees_beside(job, slot, need, fresh[0]):

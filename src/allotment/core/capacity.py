@@ -391,6 +391,12 @@ class Capacity:
         return self.quick_free.get(cluster, 0) - self.claimed_room.get(cluster, 0)
 
     @staticmethod
+    def room_on(slot: NodeSlot) -> int:
+        """The node's part of its cluster's session room while no reservation claims it — its free GPUs and those of
+        fast-leaving work — which is what a claim on it takes from the room, whatever GPUs the claim itself needs."""
+        return len(slot.free) + sum(o.gpus for o in slot.occupants if o.quick)
+
+    @staticmethod
     def soon(slot: NodeSlot) -> int:
         """The node's GPUs a session could have within seconds or once work already told to leave is gone: free, or
         held by fast-leaving or leaving work."""
@@ -425,8 +431,7 @@ class Capacity:
             sign = 1 if claim is None else -1
             self.unclaimed[c] += sign * slot.node.gpus
             self.claimed_nodes[c] = self.claimed_nodes.get(c, 0) - sign
-            room = len(slot.free) + sum(o.gpus for o in slot.occupants if o.quick)
-            self.claimed_room[c] = self.claimed_room.get(c, 0) - sign * room
+            self.claimed_room[c] = self.claimed_room.get(c, 0) - sign * self.room_on(slot)
         slot.claim = claim
         self.changes[slot.pool].append(idx)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from allotment.core.caches import CycleCaches, Pools
-from allotment.core.capacity import Capacity, NodeSlot, Occupant, Pool, grace_of, is_quick
+from allotment.core.capacity import Capacity, NodeSlot, Occupant, Pool, grace_of
 from allotment.core.decisions import PreemptReason, Start
 from allotment.core.fairshare import FairShare, credits_per_hour
 from allotment.core.indices import Indices
@@ -98,7 +98,6 @@ class CycleState:
             cap,
             now,
             _grace_rule(pol.max_grace),
-            _quick_rule(pol.headroom_max_grace, pol.max_grace),
         )
 
     def release(self) -> None:
@@ -206,13 +205,6 @@ def _grace_rule(max_grace: Seconds) -> Callable[[Job], Seconds]:
         return grace_of(job, max_grace)
 
     return grace
-
-
-def _quick_rule(headroom_max_grace: Seconds, max_grace: Seconds) -> Callable[[Occupant], bool]:
-    def quick(occ: Occupant) -> bool:
-        return is_quick(occ.job, headroom_max_grace, max_grace)
-
-    return quick
 
 
 class _GivesWay:

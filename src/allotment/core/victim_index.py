@@ -22,7 +22,7 @@ from allotment.core.ranking import Rankings, VictimKey
 
 NodeVictims = tuple[list[tuple[Occupant, PreemptReason]], Seconds, tuple[int, int], int]
 """Victims on one node for one need: (victims with reasons, when the GPUs are free, (GPUs, lost progress), GPUs the
-preemptor would take from session headroom: the free ones it uses plus fast-leaving victims)."""
+preemptor's claim would take from the session room: Capacity.room_on)."""
 
 
 def node_victims(
@@ -31,13 +31,13 @@ def node_victims(
     now: Seconds,
     rule: VictimTest,
     grace: Callable[[Job], int],
-    quick: Callable[[Occupant], bool],
 ) -> NodeVictims | None:
     v = victims_on_node(slot, need, now, rule, grace)
     if v is None:
         return None
-    from_headroom = min(len(slot.free), need) + sum(o.gpus for o in v.occupants if quick(o))
-    return list(zip(v.occupants, v.reasons, strict=True)), v.ready_at, v.cost, from_headroom
+    # the preemptor's reservation claims the node, and a claim takes the node's whole part of the room
+    # (Capacity.room_on): its free GPUs and all the fast-leaving work the room counts there, victims or not
+    return list(zip(v.occupants, v.reasons, strict=True)), v.ready_at, v.cost, Capacity.room_on(slot)
 
 
 class VictimIndex:
@@ -47,23 +47,21 @@ class VictimIndex:
         cap: Capacity,
         now: Seconds,
         grace: Callable[[Job], int],
-        quick: Callable[[Occupant], bool],
     ) -> None:
         self._rankings = rankings
         self._cap = cap
         self._now = now
         self._grace = grace
-        self._quick = quick
 
     def ranked(self, key: VictimKey, rule: VictimTest, pool: Pool, need: int) -> Iterator[tuple[int, NodeVictims]]:
         """(node index, victims) for every node of the pool where `rule` (named by `key`: equal keys must mean
         equal verdicts for every occupant) can free `need` GPUs, best first."""
-        now, grace, quick = self._now, self._grace, self._quick
+        now, grace = self._now, self._grace
 
         def value(slot: NodeSlot) -> NodeVictims | None:
             if not slot.accepts or slot.claim is not None or slot.reach < need or slot.node.gpus < need:
                 return None
-            return node_victims(slot, need, now, rule, grace, quick)
+            return node_victims(slot, need, now, rule, grace)
 
         def order(found: NodeVictims) -> tuple[tuple[int, int], Seconds]:
             return found[2], found[1]
