@@ -96,9 +96,10 @@ def test_a_plan_is_kept_behind_a_job_no_pool_can_hold() -> None:
 
 def test_a_plan_is_kept_while_the_budgets_first_job_waits_for_gpus_being_freed() -> None:
     """The budget's first job took opportunistic work by preemption and waits for its grace (its own reservation);
-    the plan of the budget's next job is kept meanwhile, not dropped and made again."""
+    the plan of the budget's next job is kept meanwhile, not dropped and made again. (`other` is above its share, so
+    its opportunistic work yields to guaranteed work: rule `opportunistic-entitlement`.)"""
     w = World().cluster("c1", nodes=3, rack_size=3).budget("org", alloc=3000)
-    w.budget("big", "org", usage=500.0).budget("gang", "org").budget("other", "org")
+    w.budget("big", "org", usage=500.0).budget("gang", "org").budget("other", "org", usage=5000.0)
     w.running("opp", "other", {"c1-h100-00": 8}, started=0, contract=ContractClass.OPPORTUNISTIC, grace=300)
     w.running("r1", "big", {"c1-h100-01": 8}, started=0, slice_end=HOUR, slice_seconds=HOUR)
     w.running("r2", "big", {"c1-h100-02": 8}, started=0, slice_end=2 * HOUR, slice_seconds=HOUR)

@@ -111,11 +111,14 @@ def final_slice_end(st: CycleState, job: Job, t: Terms, placement: Placement) ->
     return end
 
 
-def place_free(st: CycleState, job: Job, t: Terms, ignore_headroom: bool = False) -> Placement | None:
+def place_free(
+    st: CycleState, job: Job, t: Terms, ignore_headroom: bool = False, claimed_gangs: bool = False
+) -> Placement | None:
     if not st.cap.could_fit(job.gpus, job.replicas, t.pools):
         return None  # no pool has a node with enough free GPUs, or enough whole free nodes
     node_ok = _node_filter(st, job, t, lambda s: s.pool, ignore_headroom)
-    return find_free(job, t.pools, st.cap, node_ok, headroom_filter(st, job, t, ignore_headroom), st.ix.topology)
+    cluster_ok = headroom_filter(st, job, t, ignore_headroom)
+    return find_free(job, t.pools, st.cap, node_ok, cluster_ok, st.ix.topology, claimed_gangs)
 
 
 def start_free(st: CycleState, job: Job, t: Terms, placement: Placement, rule: str) -> None:

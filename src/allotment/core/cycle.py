@@ -15,10 +15,14 @@ Owns: the order of the cycle's steps. Each step is a named rule documented in do
  7. window-claims        — open capacity windows serve their budget's jobs on their pool (pending.py)
  8. fair-share-order     — budgets in hierarchical fair-share order, each budget's jobs by priority then age: start
                            in free GPUs, or by preemption per the victim rules, or get a planned start that leaves
-                           the session room unclaimed (pending.py, reservations.py)
- 9. headroom-refill      — clusters short of session headroom preempt opportunistic or slice-expired work
+                           the session room unclaimed; guaranteed work first, then opportunistic work, but a budget
+                           below its share is served whole in the first pass (opportunistic-entitlement; pending.py,
+                           reservations.py)
+ 9. gang-backfill        — gangs still waiting for capacity start on nodes plans claim where they cannot delay them
                            (pending.py)
-10. explain-waiting      — every job still pending gets a reason in numbers, an estimated start and hints
+10. headroom-refill      — clusters short of session headroom preempt opportunistic or slice-expired work
+                           (pending.py)
+11. explain-waiting      — every job still pending gets a reason in numbers, an estimated start and hints
                            (reasons.py); draining nodes get their estimated empty time
 
 Each step's signature names the parts of the cycle's state (state.py) it reads and writes: end-of-life, drain and
@@ -42,6 +46,7 @@ from allotment.core.model import Seconds, Snapshot
 from allotment.core.outcome import Outcome
 from allotment.core.pending import (
     fair_share_order,
+    gang_backfill_on_claimed_nodes,
     headroom_refill,
     reserved_first,
     sessions_first,
@@ -84,7 +89,7 @@ class AllotmentPolicy:
 
 
 def run_steps(st: CycleState) -> None:
-    """Steps 1–9 of the cycle, in their order (the module docstring): everything decide() does before it explains
+    """Steps 1–10 of the cycle, in their order (the module docstring): everything decide() does before it explains
     the jobs still waiting. What they decide is in `st.out`."""
     ix, cap, out = st.ix, st.cap, st.out
     end_of_life(ix, cap, out)
@@ -96,6 +101,7 @@ def run_steps(st: CycleState) -> None:
     sessions_first(st)
     window_claims(st)
     fair_share_order(st)
+    gang_backfill_on_claimed_nodes(st)
     headroom_refill(ix, cap, out)
 
 

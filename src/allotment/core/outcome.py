@@ -150,6 +150,11 @@ class Outcome:
         """The job waits this cycle, for this reason."""
         self.blockers[job_id] = blocker
 
+    def unblock(self, job_id: str) -> None:
+        """A later step serves a job an earlier one found waiting (rule `gang-backfill-on-claimed-nodes`)."""
+        self.blockers.pop(job_id, None)
+        self.unchecked.discard(job_id)
+
     def pass_over(self, job_id: str) -> None:
         """The job waits for capacity, found on the fast path: its funds and limits are left for explain()."""
         self.blockers[job_id] = Blocker.CAPACITY

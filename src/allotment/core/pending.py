@@ -36,7 +36,7 @@ from allotment.core.funding import never_fits, terms
 from allotment.core.indices import Indices, sort_by_budget_order
 from allotment.core.model import ContractClass, Job, JobKind, ReservationKind, RunClass, Seconds
 from allotment.core.outcome import Outcome
-from allotment.core.placement import Placement, asks_beside
+from allotment.core.placement import Placement, asks_beside, node_size, nodes_needed
 from allotment.core.preemption import (
     expired_yields_to_under_share,
     opportunistic_yields,
@@ -46,7 +46,7 @@ from allotment.core.preemption import (
 )
 from allotment.core.reservations import Yields, claim, earliest_on_node, plan_start, room_denied
 from allotment.core.running import due_victims, reservation_reserve
-from allotment.core.state import Carried, CycleState
+from allotment.core.state import SHARE_SLACK, Carried, CycleState
 
 
 def reserved_first(st: CycleState, carried: list[Carried]) -> None:
@@ -188,7 +188,8 @@ def _reclaim_for(owner: str) -> Callable[[Occupant], PreemptReason | None]:
 
 def fair_share_order(st: CycleState) -> None:
     """Serve guaranteed work first, then opportunistic work on what is left (it runs on idle capacity), each pass
-    in hierarchical fair-share order of budgets and each budget's own order of jobs.
+    in hierarchical fair-share order of budgets and each budget's own order of jobs. A budget below its share has
+    its opportunistic work served in the first pass too, until it reaches its share (`opportunistic-entitlement`).
 
     Reads the budget queues, fair share, terms (through `st.caches`) and the victim index; writes starts
     (CycleState.start), preemptions with their reservations (admission.place_by_preemption), planned starts with
@@ -200,9 +201,12 @@ def fair_share_order(st: CycleState) -> None:
             for job in queue:
                 st.out.block(job.id, Blocker.FUNDS)
             continue
+        # rule `opportunistic-entitlement`: a budget below its share has all its work served in the first pass, in
+        # its own order; what turns out to run opportunistically once it reaches its share is left for the second
+        entitled = budget in st.entitled
         for job in queue:
             if st.out.is_open(job.id):
-                side = opportunistic if job.contract is ContractClass.OPPORTUNISTIC else guaranteed
+                side = opportunistic if job.contract is ContractClass.OPPORTUNISTIC and not entitled else guaranteed
                 side.setdefault(budget, []).append(job)
     deferred = _serve(st, guaranteed, opportunistic_pass=False)
     for budget, jobs in deferred.items():
@@ -210,6 +214,56 @@ def fair_share_order(st: CycleState) -> None:
         sort_by_budget_order(merged)
         opportunistic[budget] = merged
     _serve(st, opportunistic, opportunistic_pass=True)
+
+
+def gang_backfill_on_claimed_nodes(st: CycleState) -> None:
+    """Rule `gang-backfill-on-claimed-nodes`: once guaranteed and opportunistic work have been served, a guaranteed
+    gang of several nodes still waiting for capacity may start on nodes plans claim, where it cannot delay them (its
+    slice capped to end by their planned starts, `backfill_cannot_delay`), in fair-share order. Only the unclaimed
+    nodes it takes count against the session room. It comes last so that work which leaves a claimed node in
+    seconds (opportunistic jobs) is placed there first: served in the first pass, gangs took those nodes from them.
+
+    Reads the budget queues and what fair-share order left waiting and planned (`st.out`); writes starts
+    (CycleState.start) and clears the blockers of the gangs it starts."""
+    waiting = {
+        b: [j for j in q if _gang_waiting_for_capacity(st, j)] for b, q in st.ix.queues.items() if b in st.ix.leaves
+    }
+    waiting = {b: q for b, q in waiting.items() if q}
+    pos = dict.fromkeys(waiting, 0)
+    for name in waiting:
+        st.fs.set_open(name, True)
+    while (b := st.fs.pick()) is not None:
+        q = waiting[b]
+        i = pos[b]
+        while i < len(q):
+            job = q[i]
+            i += 1
+            t = terms(st, job)
+            if t.blocker is not None or t.run_class is not RunClass.GUARANTEED:
+                continue
+            if st.within_limits(job, job.total_gpus) is not None:
+                continue
+            placement = place_free(st, job, t, claimed_gangs=True)
+            if placement is not None:
+                st.out.unblock(job.id)
+                start_free(st, job, t, placement, "fair-share")
+                break  # the budget's usage changed: fair share picks the next budget afresh
+        pos[b] = i
+        if i >= len(q):
+            st.fs.set_open(b, False)
+
+
+def _gang_waiting_for_capacity(st: CycleState, job: Job) -> bool:
+    """A job of several nodes that the passes left waiting for capacity, with no plan of its own."""
+    if job.id in st.out.reserved or st.out.blockers.get(job.id) is not Blocker.CAPACITY:
+        return False
+    return any(nodes_needed(job, node_size(st.cap, pool)) > 1 for pool in st.pools(job))
+
+
+def _entitled_now(st: CycleState, budget: str) -> bool:
+    """Rule `opportunistic-entitlement`: is the budget's opportunistic work still served beside guaranteed work — an
+    entitled budget (state.entitled_budgets) that the cycle's starts have not yet brought up to its share?"""
+    return budget in st.entitled and st.fs.standing(budget) < 1.0 - SHARE_SLACK
 
 
 FitKey = tuple[int, int, int, Seconds, bool, int, int]
@@ -285,7 +339,7 @@ def _consider(
     if t.blocker is not None:
         st.out.block(job.id, t.blocker)
         return Served.WAITS
-    if t.run_class is RunClass.OPPORTUNISTIC and not opportunistic_pass:
+    if t.run_class is RunClass.OPPORTUNISTIC and not opportunistic_pass and not _entitled_now(st, job.budget):
         return Served.DEFERRED
     # t has no blocker here, so it stands for (run class, pools, slice ends); terms() interns it: identity is equality
     key = (job.gpus, job.replicas, id(t), st.ix.grace(job), st.ix.quick(job), job.cpus, job.memory)
@@ -303,7 +357,7 @@ def _consider(
         st.out.tried_preemption(job.budget)
         below = st.fs.standing(job.budget) < 1.0
         # the rule takes opportunistic work alone, and, when `below`, slice-expired work on budget-dependent terms
-        indexed = (("for-guaranteed",), _opportunistic_yields_to_guaranteed, not below)
+        indexed = (("for-guaranteed",), _OpportunisticYields(st.kept), not below)
         if place_by_preemption(st, job, t, _GuaranteedVictims(st, job, t, below), indexed=indexed):
             return Served.STARTED
         if not below:
@@ -373,8 +427,17 @@ class _RoomNode:
         return None if node is None else (node.idx, max(0, cap.soon(node) - whole))
 
 
-def _opportunistic_yields_to_guaranteed(occ: Occupant) -> PreemptReason | None:
-    return opportunistic_yields(occ, PreemptReason.FOR_GUARANTEED)
+class _OpportunisticYields:
+    """The victim rule `opportunistic_yields` for guaranteed preemptors in this cycle: opportunistic work but that of
+    the budgets `kept` (a class, not a closure: core performance rules, 2)."""
+
+    __slots__ = ("kept",)
+
+    def __init__(self, kept: frozenset[str]) -> None:
+        self.kept = kept
+
+    def __call__(self, occ: Occupant) -> PreemptReason | None:
+        return opportunistic_yields(occ, PreemptReason.FOR_GUARANTEED, self.kept)
 
 
 class _GuaranteedVictims:
@@ -384,6 +447,7 @@ class _GuaranteedVictims:
 
     def __init__(self, st: CycleState, job: Job, t: Terms, below: bool) -> None:
         self.st = st
+        self.opportunistic = _OpportunisticYields(st.kept)
         self.budget = job.budget
         self.below = below
         rate = min(st.ix.rate(p) for p in t.pools)
@@ -396,7 +460,7 @@ class _GuaranteedVictims:
         return st.fs.standing_after(occ.job.budget, -credits_per_hour(gpus, st.ix.rate_of_run(occ.job)))
 
     def __call__(self, occ: Occupant) -> PreemptReason | None:
-        found = _opportunistic_yields_to_guaranteed(occ)
+        found = self.opportunistic(occ)
         if found is None and self.below:
             found = expired_yields_to_under_share(occ, self.st.ix.now, self.budget, self.after, self.loss)
         return found

@@ -110,8 +110,11 @@ def find_free(
     node_ok: NodeFilter,
     cluster_ok: ClusterFilter,
     topology: Mapping[str, tuple[str, ...]],
+    claimed_gangs: bool = False,
 ) -> Placement | None:
-    """Place the whole gang in free GPUs of one pool, or return None (promise 7: whole, in one cluster, or not)."""
+    """Place the whole gang in free GPUs of one pool, or return None (promise 7: whole, in one cluster, or not).
+    A gang of several nodes is placed where its room allows k unclaimed nodes; with `claimed_gangs` also on claimed
+    nodes (backfill that cannot delay their plans), where only the unclaimed nodes it takes count against the room."""
     for pool in pools:
         size = node_size(capacity, pool)
         k = nodes_needed(job, size)
@@ -131,20 +134,40 @@ def find_free(
                 if fits and (room_ok or slot.claim is not None) and node_ok(slot, need):
                     return Placement(pool, ((idx, need),))
             continue
-        if len(capacity.nodes_with_free(pool, size)) < k or not cluster_ok(pool[0], k * size):
+        if len(capacity.nodes_with_free(pool, size)) < k:
             continue
+        # `unclaimed`: how many nodes no plan claims the gang may take and leave the room. Without `claimed_gangs` the
+        # room must allow all k of them; with it, as for one node, only those count against the room, and they cost 1
+        # to the block's choice (claimed ones 0) so that it takes the fewest it can
+        if not claimed_gangs:
+            if not cluster_ok(pool[0], k * size):
+                continue
+            unclaimed = k
+        else:
+            unclaimed = _unclaimed_allowed(pool[0], k, size, cluster_ok)
         beside = asks_beside(job)
         whole = [
-            (idx, 0.0)
+            (idx, 0.0 if capacity.nodes[idx].claim is not None else 1.0)
             for idx in capacity.nodes_with_free(pool, size)
             if capacity.nodes[idx].node.gpus == size
+            and (unclaimed > 0 or capacity.nodes[idx].claim is not None)
             and node_ok(capacity.nodes[idx], size)
             and (not beside or fits_beside(job, capacity.nodes[idx], size))
         ]
+        if unclaimed == k:
+            whole = [(idx, 0.0) for idx, _ in whole]  # the room allows any k: choose by topology alone, as before
         chosen = choose_block(whole, k, capacity, topology.get(pool[0], ()))
-        if chosen is not None:
+        if chosen is not None and sum(capacity.nodes[i].claim is None for i in chosen) <= unclaimed:
             return Placement(pool, tuple((idx, size) for idx in chosen))
     return None
+
+
+def _unclaimed_allowed(cluster: str, k: int, size: int, cluster_ok: ClusterFilter) -> int:
+    """The most whole unclaimed nodes (at most k) a gang may take and leave the cluster its room."""
+    for m in range(k, 0, -1):
+        if cluster_ok(cluster, m * size):
+            return m
+    return 0
 
 
 def choose_block(

@@ -46,9 +46,13 @@ def is_slice_expired(job: Job, now: Seconds) -> bool:
     return job.run is not None and job.run.slice_end is not None and job.run.slice_end <= now
 
 
-def opportunistic_yields(occ: Occupant, reason: PreemptReason) -> PreemptReason | None:
-    """Opportunistic work yields to any guaranteed job or session that needs its GPUs."""
-    if is_opportunistic_work(occ.job):
+def opportunistic_yields(
+    occ: Occupant, reason: PreemptReason, kept: frozenset[str] = frozenset()
+) -> PreemptReason | None:
+    """Opportunistic work yields to any guaranteed job that needs its GPUs, but for the work of budgets `kept` as not
+    above their fair share (rule `opportunistic-entitlement`, state.kept_opportunistic): the share does not depend on
+    the contract. Sessions take it by `session_takes`."""
+    if is_opportunistic_work(occ.job) and occ.job.budget not in kept:
         return reason
     return None
 

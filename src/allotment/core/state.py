@@ -56,7 +56,7 @@ class Carried:
 class CycleState:
     """One cycle's parts (see the module docstring); every attribute is Final: the parts change, never which."""
 
-    __slots__ = ("caches", "cap", "fs", "ix", "out", "rankings", "victims", "windows")
+    __slots__ = ("caches", "cap", "entitled", "fs", "ix", "kept", "out", "rankings", "victims", "windows")
 
     def __init__(self, snapshot: Snapshot, now: Seconds) -> None:
         pol = snapshot.policy
@@ -90,6 +90,12 @@ class CycleState:
                 out.open_session(job.user)
         for budget in sorted(held_rate):
             fs.hold(budget, held_rate[budget] / 1_000_000)
+        self.entitled: Final = entitled_budgets(snapshot, fs, ix.leaves)
+        """Rule `opportunistic-entitlement`: the budgets whose opportunistic work is served in the cycle's first pass
+        while they stay below their share (see entitled_budgets)."""
+        self.kept: Final = kept_opportunistic(snapshot, fs, ix.leaves)
+        """Rule `opportunistic-entitlement`: the budgets whose running opportunistic work guaranteed work may not take,
+        and plans count on only for budgets further below their share (see kept_opportunistic)."""
         self.rankings: Final = Rankings(cap)
         """Per-pool node rankings kept for the cycle (victims for preemption, earliest possible starts for plans)."""
         # plain functions, not bound methods: the index must not refer back to the state (core performance rules, 2)
@@ -200,6 +206,38 @@ class CycleState:
         self.out.preempt(self.ix, self.cap, job, reason, preemptor, requeue)
 
 
+def entitled_budgets(snapshot: Snapshot, fs: FairShare, leaves: Iterable[str]) -> frozenset[str]:
+    """Rule `opportunistic-entitlement` (decision 68): the leaf budgets with credits left below their fair share as
+    the cycle starts. Opportunistic work changes a job's guarantee and price, not its budget's
+    share: up to the share, such a budget's opportunistic jobs are served in fair-share order beside guaranteed work
+    (pending.fair_share_order), and its running opportunistic work is kept from guaranteed work while the budget is
+    not above its share (kept_opportunistic), and from plans but those of budgets further below their share (a plan
+    takes it at its planned start: promise 8). Sessions, capacity windows and the session room still take it."""
+    return frozenset(
+        b
+        for b in leaves
+        if b in snapshot.accounts and snapshot.accounts[b].balance > 0 and fs.standing(b) < 1.0 - SHARE_SLACK
+    )
+
+
+def kept_opportunistic(snapshot: Snapshot, fs: FairShare, leaves: Iterable[str]) -> frozenset[str]:
+    """Rule `opportunistic-entitlement`: the leaf budgets with credits left that are not above their fair share as
+    the cycle starts (SHARE_SLACK absorbs rounding at exactly the share). Their running opportunistic work is kept
+    from guaranteed work, as slice-expired work of a budget below its share is (`expired_yields_to_under_share`);
+    a budget above its share has it taken as before. Judged once per cycle, so the victim rule looks at the occupant
+    alone."""
+    return frozenset(
+        b
+        for b in leaves
+        if b in snapshot.accounts and snapshot.accounts[b].balance > 0 and fs.standing(b) <= 1.0 + SHARE_SLACK
+    )
+
+
+SHARE_SLACK = 1e-9
+"""Standings within this of 1.0 count as at the share: two budgets holding exactly their shares compute standings a
+rounding error apart, and a rule that compared them strictly would take one's work and then the other's."""
+
+
 def _grace_rule(max_grace: Seconds) -> Callable[[Job], Seconds]:
     def grace(job: Job) -> Seconds:
         return grace_of(job, max_grace)
@@ -234,8 +272,12 @@ class _GivesWay:
             if job.run is not None
             else st.out.started_terms[job.id]
         )
-        if slice_end is None or self.starving:
+        if self.starving:
             return True
+        if slice_end is None:
+            # `opportunistic-entitlement`: the work of a budget not above its share leaves only for a plan of a
+            # budget further below its own (so the most deprived budget can always plan: promise 8)
+            return job.budget not in st.kept or self.before < st.fs.standing(job.budget)
         key = (job.budget, held)
         verdicts = self.verdicts
         if key not in verdicts:
