@@ -29,7 +29,7 @@ from allotment.core.admission import (
     start_free,
 )
 from allotment.core.caches import Terms
-from allotment.core.capacity import Capacity, Occupant
+from allotment.core.capacity import Capacity, Occupant, Pool
 from allotment.core.decisions import Blocker, PreemptReason, Reserve
 from allotment.core.fairshare import credits_per_hour
 from allotment.core.funding import never_fits, terms
@@ -225,10 +225,16 @@ def gang_backfill_on_claimed_nodes(st: CycleState) -> None:
 
     Reads the budget queues and what fair-share order left waiting and planned (`st.out`); writes starts
     (CycleState.start) and clears the blockers of the gangs it starts."""
+    idle_claimed = _idle_claimed_nodes(st.cap)
+    if not idle_claimed:
+        return  # with no whole claimed node free, a gang could only fit where the first pass already looked
     waiting = {
-        b: [j for j in q if _gang_waiting_for_capacity(st, j)] for b, q in st.ix.queues.items() if b in st.ix.leaves
+        b: [j for j in q if _gang_waiting_for_capacity(st, j, idle_claimed)]
+        for b, q in st.ix.queues.items()
+        if b in st.ix.leaves
     }
     waiting = {b: q for b, q in waiting.items() if q}
+    failed: set[FitKey] = set()  # capacity only falls within the pass: a shape that found no nodes finds none again
     pos = dict.fromkeys(waiting, 0)
     for name in waiting:
         st.fs.set_open(name, True)
@@ -241,23 +247,32 @@ def gang_backfill_on_claimed_nodes(st: CycleState) -> None:
             t = terms(st, job)
             if t.blocker is not None or t.run_class is not RunClass.GUARANTEED:
                 continue
-            if st.within_limits(job, job.total_gpus) is not None:
+            key = (job.gpus, job.replicas, id(t), st.ix.grace(job), False, job.cpus, job.memory)
+            if key in failed or st.within_limits(job, job.total_gpus) is not None:
                 continue
             placement = place_free(st, job, t, claimed_gangs=True)
-            if placement is not None:
-                st.out.unblock(job.id)
-                start_free(st, job, t, placement, "fair-share")
-                break  # the budget's usage changed: fair share picks the next budget afresh
+            if placement is None:
+                failed.add(key)
+                continue
+            st.out.unblock(job.id)
+            start_free(st, job, t, placement, "fair-share")
+            break  # the budget's usage changed: fair share picks the next budget afresh
         pos[b] = i
         if i >= len(q):
             st.fs.set_open(b, False)
 
 
-def _gang_waiting_for_capacity(st: CycleState, job: Job) -> bool:
-    """A job of several nodes that the passes left waiting for capacity, with no plan of its own."""
-    if job.id in st.out.reserved or st.out.blockers.get(job.id) is not Blocker.CAPACITY:
+def _idle_claimed_nodes(cap: Capacity) -> set[Pool]:
+    """The pools with a node that a plan claims and whose GPUs are all free."""
+    return {s.pool for s in cap.nodes if s.claim is not None and s.accepts and len(s.free) == s.node.gpus}
+
+
+def _gang_waiting_for_capacity(st: CycleState, job: Job, pools: set[Pool]) -> bool:
+    """A job of several nodes that the passes left waiting for capacity, with no plan of its own, that may run in
+    one of `pools`."""
+    if st.out.blockers.get(job.id) is not Blocker.CAPACITY or job.id in st.out.reserved:
         return False
-    return any(nodes_needed(job, node_size(st.cap, pool)) > 1 for pool in st.pools(job))
+    return any(p in pools and nodes_needed(job, node_size(st.cap, p)) > 1 for p in st.pools(job))
 
 
 def _entitled_now(st: CycleState, budget: str) -> bool:
