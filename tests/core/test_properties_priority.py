@@ -10,7 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from allotment.core.decisions import Decisions
-from allotment.core.model import Job, JobKind, Reservation, ReservationKind
+from allotment.core.model import ContractClass, Job, JobKind, Reservation, ReservationKind
 from tests.core.builders import World
 from tests.core.strategies import PROPERTY, Case, Draw, cases, decide, with_jobs
 
@@ -65,8 +65,9 @@ def reshuffled(draw: Draw, keep_reservations: bool) -> tuple[Case, Case, str]:
 
 
 def about_others(case: Case, d: Decisions, budget: str) -> dict[str, object]:
-    """Every decision about jobs of budgets other than `budget` (a job of `budget` named in them, as preemptor or as
-    the plan a backfilled job was placed around, is named by its budget: its jobs are interchangeable)."""
+    """Every decision about jobs of budgets other than `budget` (a job of `budget` named in them, as preemptor, as
+    the plan a backfilled job was placed around, or as a running job that gave way to a plan, is named by its budget:
+    its jobs are interchangeable, and which of them goes first is that budget's own priority)."""
     owner = {j.id: j.budget for j in case.snapshot.jobs}
 
     def other(job_id: str) -> bool:
@@ -85,7 +86,14 @@ def about_others(case: Case, d: Decisions, budget: str) -> dict[str, object]:
         ),
         "renews": sorted((r for r in d.renews if other(r.job_id)), key=lambda r: r.job_id),
         "lapses": sorted((lp for lp in d.lapses if other(lp.job_id)), key=lambda lp: lp.job_id),
-        "reserves": sorted((r for r in d.reserves if other(r.job_id)), key=lambda r: r.job_id),
+        "reserves": sorted(
+            (
+                (r.job_id, r.nodes, r.planned_start, r.kind, r.since, sorted(str(who(g)) for g in r.gave_way))
+                for r in d.reserves
+                if other(r.job_id)
+            ),
+            key=lambda r: r[0],
+        ),
         "pending": {k: v for k, v in d.pending.items() if other(k)},
         "standings": {k: v for k, v in d.standings.items() if k != budget},
     }
@@ -112,8 +120,23 @@ def _carried_plan_of_a_swapped_head() -> tuple[Case, Case, str]:
     return before, with_jobs(before, swapped), "red"
 
 
+def _plan_over_a_head_started_this_cycle() -> tuple[Case, Case, str]:
+    """bravo (below its share) starts its first opportunistic job this cycle; alpha's next job plans over the node,
+    and the job of bravo's that gives way to that plan is whichever bravo put first. bravo swaps its priorities."""
+    opp = ContractClass.OPPORTUNISTIC
+    w = World().cluster("c1", nodes=1).budget("alpha").budget("bravo")
+    w.session("s", "alpha", gpus=1, submitted_at=0)
+    w.pending("a", "alpha", gpus=4, submitted_at=0, slice_seconds=600)
+    w.pending("b1", "bravo", gpus=4, priority=1, submitted_at=0, contract=opp)
+    w.pending("b2", "bravo", gpus=4, priority=0, submitted_at=0, contract=opp)
+    before = Case(w.snapshot(), 60, {})
+    swapped = [replace(j, priority=1 - j.priority) if j.budget == "bravo" else j for j in before.snapshot.jobs]
+    return before, with_jobs(before, swapped), "bravo"
+
+
 @PROPERTY
 @example(_carried_plan_of_a_swapped_head())
+@example(_plan_over_a_head_started_this_cycle())
 @given(reshuffled(keep_reservations=True))
 def test_reshuffled_priorities_with_carried_plans_change_nothing_for_other_budgets(
     triple: tuple[Case, Case, str],
