@@ -37,6 +37,7 @@ class ResultBuilder:
         preempted: tuple[str | None, ...] = (),
         lost: tuple[int, ...] = (),
         node: str = "n0",
+        contract: str = "guaranteed",
     ) -> ResultBuilder:
         for i, (start, end) in enumerate(runs):
             reason = preempted[i] if i < len(preempted) else None
@@ -56,6 +57,7 @@ class ResultBuilder:
                 runs[-1][1] if finished else None,
                 "completed" if finished else ("running" if runs else "pending"),
                 3600,
+                contract=contract,
             )
         )
         return self

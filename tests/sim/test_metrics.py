@@ -15,6 +15,7 @@ from allotment.sim.metrics import (
     utilisation_when_contended,
     water_fill,
 )
+from allotment.sim.seeds import headline
 from tests.sim.builders import ResultBuilder
 
 H = 3600
@@ -119,3 +120,25 @@ def test_compute_counts_preemptions_lost_work_overdrafts_and_starvation() -> Non
     assert m.session_latency.n == 1 and m.sessions_within_60s == 1.0
     assert (m.finished, m.unfinished) == (3, 1)
     assert m.waits_by_size["2-8"].n == 4
+
+
+def test_opportunistic_jobs_finished_and_lost_share_of_held_gpu_hours() -> None:
+    # 8-GPU jobs: "p" held 1 h + 1 h and lost 30 min to its preemption; "o1" finished, "o2" never started.
+    r = (
+        ResultBuilder(fleet=8, duration=10 * H)
+        .job("p", runs=((0, H), (2 * H, 3 * H)), preempted=("reservation",), lost=(1800,))
+        .job("o1", runs=((3 * H, 4 * H),), contract="opportunistic")
+        .job("o2", submit=H, contract="opportunistic")
+        .build()
+    )
+    m = compute(r)
+    assert (m.opportunistic, m.opportunistic_finished) == (2, 1)
+    assert m.gpu_hours_held == pytest.approx(8 * 3)
+    h = headline(m)
+    assert h["opportunistic_finished"] == pytest.approx(50.0)
+    assert h["lost_share"] == pytest.approx(100 * 4 / 24)  # 8 GPUs × 0.5 h of the 24 GPU-hours held
+
+
+def test_no_opportunistic_jobs_and_no_runs_are_not_a_number() -> None:
+    h = headline(compute(ResultBuilder(fleet=8, duration=H).job("w", submit=0).build()))
+    assert math.isnan(h["opportunistic_finished"]) and math.isnan(h["lost_share"])

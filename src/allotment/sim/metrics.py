@@ -128,6 +128,12 @@ class Metrics:
     eta_error: Quantiles = Quantiles(0, math.nan, math.nan, math.nan)
     """Hours between the start first estimated for a job and its actual first start (jobs given an estimate that
     started); the report shows p50 and p90."""
+    opportunistic: int = 0
+    """Jobs submitted opportunistic."""
+    opportunistic_finished: int = 0
+    """Of those, the ones finished."""
+    gpu_hours_held: float = math.nan
+    """GPU-hours every run held, preempted runs included (what gpu_hours_lost is a share of)."""
     idle_contended: Mapping[str, float] = field(default_factory=dict)
     """Per cause (sim.observe.IDLE_CAUSES): idle GPU-time while demand exceeded supply ÷ the fleet's GPU-time then,
     so the causes and utilisation_contended add up to about 1 (runs being freed by preemption count as busy)."""
@@ -283,6 +289,7 @@ def compute(result: SimResult) -> Metrics:
     overdrawn = [v for k, v in result.balances.items() if v < 0 and not k.startswith("infrastructure@")]
     finished = sum(1 for j in jobs if j.end is not None)
     due = [j for j in jobs if j.deadline is not None]
+    opportunistic = [j for j in jobs if j.contract == "opportunistic"]
     return Metrics(
         policy=result.policy,
         jobs=len(jobs),
@@ -310,5 +317,8 @@ def compute(result: SimResult) -> Metrics:
         sessions_own_limit=sum(1 for j in all_sessions if j.own_limit),
         session_latency_all=Quantiles.of(_wait(j, horizon) for j in all_sessions),
         eta_error=Quantiles.of(eta),
+        opportunistic=len(opportunistic),
+        opportunistic_finished=sum(1 for j in opportunistic if j.end is not None),
+        gpu_hours_held=sum(((r.end if r.end is not None else horizon) - r.start) * r.gpus for r in result.runs) / HOUR,
         idle_contended=idle_when_contended(points, result.idle, result.fleet_gpus, horizon),
     )

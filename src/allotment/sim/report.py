@@ -47,6 +47,11 @@ def side_by_side(ms: Sequence[Metrics]) -> Table:
         rows.append([name, *cells])
 
     row("jobs finished / submitted", [f"{m.finished:,} / {m.jobs:,}" for m in ms])
+    if any(m.opportunistic for m in ms):
+        row(
+            "opportunistic jobs finished / submitted",
+            [f"{m.opportunistic_finished:,} / {m.opportunistic:,}" for m in ms],
+        )
     row("utilisation while demand > supply", [_f(100 * m.utilisation_contended, 1) + " %" for m in ms])
     row("hours with demand > supply", [_f(m.contended_hours, 0) for m in ms])
     for cls in sorted({c for m in ms for c in m.waits}):
@@ -68,7 +73,10 @@ def side_by_side(ms: Sequence[Metrics]) -> Table:
     row("fairness: Jain's index (weekly mean)", [_f(m.jain, 3) for m in ms])
     row("fairness: worst budget received ÷ entitled", [_f(min(m.fairness.values(), default=math.nan), 2) for m in ms])
     row("preemptions", [f"{m.preemptions:,}" for m in ms])
-    row("GPU-hours lost to preemption", [_f(m.gpu_hours_lost, 0) for m in ms])
+    row(
+        "GPU-hours lost to preemption (% of those held)",
+        [f"{_f(m.gpu_hours_lost, 0)} ({_f(headline(m)['lost_share'], 2)} %)" for m in ms],
+    )
     row("drained node empty after, h (p50 / p95)", [_q(m.drain_empty, 1) for m in ms])
     row("budgets overdrawn (credits)", [f"{m.overdrafts} ({_f(m.overdraft_credits, 0)})" for m in ms])
     row("jobs waiting > 1 day (starvation)", [f"{m.starved:,}" for m in ms])

@@ -35,6 +35,8 @@ class JobRecord:
     """The estimated start its first wait reason gave (None: it started at once, or was given none)."""
     own_limit: bool = False
     """A session told at least once that it waits on its own limit (its user's sessions, or its budget's limit)."""
+    contract: str = "guaranteed"
+    """The contract class it was submitted with (`guaranteed` or `opportunistic`)."""
 
 
 @dataclass(frozen=True, slots=True)

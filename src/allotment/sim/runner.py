@@ -289,6 +289,7 @@ class Simulation:
                 deadline=j.deadline,
                 first_eta=None if j.id not in self.watch.first_eta else self.watch.first_eta[j.id] - start,
                 own_limit=j.id in self.watch.own_limit,
+                contract=j.contract.value,
             )
             for j in self.workload.jobs
         ]

@@ -64,9 +64,11 @@ HEADLINES: tuple[tuple[str, str], ...] = (
     ("worst_share", "fairness: worst budget received ÷ entitled"),
     ("preemptions", "preemptions"),
     ("lost", "GPU-hours lost to preemption"),
+    ("lost_share", "GPU-hours lost to preemption, % of those held"),
     ("drain_p95", "drained node empty after p95, h"),
     ("starved", "jobs waiting > 1 day"),
     ("finished", "jobs finished, %"),
+    ("opportunistic_finished", "opportunistic jobs finished, %"),
     ("deadlines", "deadlines met, %"),
 )
 """(key, label) of each metric compared across seeds, in report order."""
@@ -90,9 +92,11 @@ def headline(m: Metrics) -> dict[str, float]:
         "worst_share": min(m.fairness.values(), default=math.nan),
         "preemptions": float(m.preemptions),
         "lost": m.gpu_hours_lost,
+        "lost_share": 100 * m.gpu_hours_lost / m.gpu_hours_held if m.gpu_hours_held > 0 else math.nan,
         "drain_p95": m.drain_empty.p95,
         "starved": float(m.starved),
         "finished": 100 * m.finished / m.jobs if m.jobs else math.nan,
+        "opportunistic_finished": 100 * m.opportunistic_finished / m.opportunistic if m.opportunistic else math.nan,
         "deadlines": 100 * m.deadlines_met / m.deadlines if m.deadlines else math.nan,
     }
 
