@@ -20,9 +20,12 @@ class ResultBuilder:
     runs: list[RunRecord] = field(default_factory=list)
     drains: list[DrainRecord] = field(default_factory=list)
     balances: dict[str, int] = field(default_factory=dict)
+    limits: dict[str, int] = field(default_factory=dict)
 
-    def budget(self, name: str, credits: int) -> ResultBuilder:
+    def budget(self, name: str, credits: int, max_gpus: int | None = None) -> ResultBuilder:
         self.allocations[name] = credits * 1_000_000
+        if max_gpus is not None:
+            self.limits[name] = max_gpus
         return self
 
     def job(
@@ -87,6 +90,7 @@ class ResultBuilder:
             events=0,
             wall_seconds=0.0,
             decide_seconds=0.0,
+            limits=dict(self.limits),
         )
 
 

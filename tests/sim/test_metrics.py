@@ -7,6 +7,7 @@ import math
 import pytest
 
 from allotment.sim.metrics import (
+    capped_demand,
     compute,
     drain_empty_hours,
     fairness,
@@ -98,6 +99,32 @@ def test_fairness_compares_received_with_water_filled_entitlement() -> None:
     assert per_budget["a"] == pytest.approx(1 / 3)
     assert per_budget["b"] == pytest.approx(3.0)
     assert index == pytest.approx(jain([1 / 3, 3.0]))
+
+
+@pytest.mark.parametrize(
+    ("name", "spans", "cap", "window", "expected"),
+    [
+        ("no limit: the sum of GPUs × time", [(0, 2 * H, 8), (H, 3 * H, 8)], None, (0, 10 * H), 32 * H),
+        ("a limit counts at most its GPUs at each instant", [(0, 2 * H, 8), (H, 3 * H, 8)], 8, (0, 10 * H), 24 * H),
+        ("below the limit nothing changes", [(0, H, 4), (0, H, 2)], 8, (0, 10 * H), 6 * H),
+        ("only the window counts", [(0, 10 * H, 16)], 8, (H, 3 * H), 16 * H),
+    ],
+)
+def test_capped_demand(
+    name: str, spans: list[tuple[int, int, int]], cap: int | None, window: tuple[int, int], expected: float
+) -> None:
+    assert capped_demand(spans, cap, *window) == pytest.approx(expected), name
+
+
+def test_a_budget_is_entitled_to_no_more_than_its_gpu_limit() -> None:
+    # Equal allocations on 8 GPUs for 4 h; a asks for 8 GPUs but may hold 2 (max_gpus), and holds 2; b holds 6.
+    builder = ResultBuilder(fleet=8, duration=4 * H).budget("a", 1, max_gpus=2).budget("b", 1)
+    builder.job("a1", budget="a", gpus=2, runs=((0, None),)).job("a2", budget="a", gpus=6, submit=0)
+    builder.job("b1", budget="b", gpus=6, runs=((0, None),))
+    per_budget, index = fairness(builder.build())
+    # demand a: 2 GPUs (its limit), b: 6 → entitled a 2, b 6: both received what they were entitled to
+    assert per_budget == pytest.approx({"a": 1.0, "b": 1.0})
+    assert index == pytest.approx(1.0)
 
 
 def test_compute_counts_preemptions_lost_work_overdrafts_and_starvation() -> None:

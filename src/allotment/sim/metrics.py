@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from allotment.core.decisions import FINAL_REASONS
+from allotment.core.model import Seconds
 from allotment.sim.observe import IDLE_CAUSES
 from allotment.sim.results import JobRecord, SimResult
 
@@ -225,9 +226,13 @@ def _overlap(a0: int, a1: int, b0: int, b1: int) -> int:
 def fairness(result: SimResult) -> tuple[dict[str, float], float]:
     """Per budget received ÷ entitled GPU-time over the weeks it had demand, and the mean weekly Jain index.
     Entitled: the GPU-time actually delivered that week, water-filled by allocation and capped by each budget's
-    demand (what it could have used)."""
+    demand (what it could have used: at each instant the GPUs its submitted, unfinished jobs ask for, at most its
+    GPU limit, `SimResult.limits`)."""
     horizon = result.duration
     budget_of = {j.id: j.budget for j in result.jobs}
+    asks: dict[str, list[tuple[Seconds, Seconds, int]]] = {}
+    for j in result.jobs:
+        asks.setdefault(j.budget, []).append((j.submit, _finish(j, horizon), j.gpus))
     received_total: dict[str, float] = {}
     entitled_total: dict[str, float] = {}
     indices: list[float] = []
@@ -239,10 +244,10 @@ def fairness(result: SimResult) -> tuple[dict[str, float], float]:
             if got:
                 received[budget_of[r.job_id]] = received.get(budget_of[r.job_id], 0.0) + got
         demand: dict[str, float] = {}
-        for j in result.jobs:
-            asked = _overlap(j.submit, _finish(j, horizon), w0, w1) * j.gpus
+        for b, spans in asks.items():
+            asked = capped_demand(spans, result.limits.get(b), w0, w1)
             if asked:
-                demand[j.budget] = demand.get(j.budget, 0.0) + asked
+                demand[b] = asked
         entitled = water_fill(sum(received.values()), demand, {b: float(a) for b, a in result.allocations.items()})
         ratios = []
         for b, e in entitled.items():
@@ -254,6 +259,26 @@ def fairness(result: SimResult) -> tuple[dict[str, float], float]:
             indices.append(jain(ratios))
     per_budget = {b: received_total[b] / entitled_total[b] for b in sorted(entitled_total)}
     return per_budget, (sum(indices) / len(indices) if indices else math.nan)
+
+
+def capped_demand(spans: list[tuple[Seconds, Seconds, int]], cap: int | None, w0: Seconds, w1: Seconds) -> float:
+    """GPU-seconds asked for within [w0, w1) by (from, to, GPUs) spans, counting at most `cap` GPUs at any instant."""
+    if cap is None:
+        return float(sum(_overlap(a, b, w0, w1) * g for a, b, g in spans))
+    steps: dict[Seconds, int] = {}
+    for a, b, g in spans:
+        lo, hi = max(a, w0), min(b, w1)
+        if lo < hi:
+            steps[lo] = steps.get(lo, 0) + g
+            steps[hi] = steps.get(hi, 0) - g
+    total = 0.0
+    level = 0
+    last = w0
+    for t in sorted(steps):
+        total += (t - last) * min(level, cap)
+        level += steps[t]
+        last = t
+    return total
 
 
 def drain_empty_hours(result: SimResult) -> list[float]:

@@ -86,6 +86,9 @@ class SimResult:
     """Leaf budget → (seconds from the start, balance) after each change in the first period (for burn-down plots)."""
     idle: tuple[tuple[Seconds, tuple[int, ...]], ...] = ()
     """(seconds from the start, idle GPUs per cause in sim.observe.IDLE_CAUSES order) at every change."""
+    limits: Mapping[str, int] = field(default_factory=dict)
+    """Leaf budget → the most GPUs it may hold at once: the smallest `max_gpus` of it and its ancestors (absent: no
+    limit)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from allotment.config.schema import AllotmentConfig
 from allotment.core.jobstate import ACTIVE
 from allotment.core.model import JobKind, NodeState, Seconds
 from allotment.core.policy import Policy
@@ -314,7 +315,19 @@ class Simulation:
             notes=self.workload.notes,
             burn=burn,
             idle=tuple(self.idle.samples),
+            limits=_limits(cfg),
         )
+
+
+def _limits(cfg: AllotmentConfig) -> dict[str, int]:
+    """Leaf budget → the smallest GPU limit on its path to the root (SimResult.limits)."""
+    limit = {b.name: b.max_gpus for b in cfg.budgets}
+    out: dict[str, int] = {}
+    for leaf in cfg.leaves():
+        caps = [c for c in (limit.get(n) for n in (leaf.name, *cfg.ancestors(leaf.name))) if c is not None]
+        if caps:
+            out[leaf.name] = min(caps)
+    return out
 
 
 def _exhaustion(entries: Iterable[LedgerLine], start: Seconds) -> dict[str, Seconds]:
