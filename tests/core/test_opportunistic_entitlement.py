@@ -10,7 +10,7 @@ import pytest
 from allotment.core.cycle import AllotmentPolicy
 from allotment.core.decisions import PreemptReason
 from allotment.core.model import ContractClass
-from tests.core.builders import HOUR, World
+from tests.core.builders import HOUR, World, two_team_world
 from tests.core.strategies import CheckedDriver
 
 decide = AllotmentPolicy().decide
@@ -66,6 +66,22 @@ def test_a_plan_of_a_budget_further_below_its_share_counts_on_it() -> None:
     d = decide(w.snapshot(), NOW)
     assert not d.preempts  # blue is below its share: red's job may not take its work now
     assert [(r.job_id, r.gave_way) for r in d.reserves] == [("want", ("opp", "slice"))]
+
+
+def test_a_gang_of_the_whole_cluster_plans_past_its_own_and_a_kept_opportunistic_job() -> None:
+    """The Slurm integration test's case: red's own opportunistic job and blue's (kept: blue is at its share) hold
+    two of four nodes and red asks for a gang of all four. Blue's job may not be preempted now; the plan counts
+    both as leaving (red's own too — only a budget's own slice work never gives way to its plan) and tells each
+    to leave once its notice would end at the planned start."""
+    w = two_team_world(nodes=4)
+    w.running("own", "red", {"c1-h100-00": 8}, started=NOW - 20, contract=OPP, grace=10)
+    w.running("kept", "blue", {"c1-h100-01": 8}, started=NOW - 20, contract=OPP, grace=2)
+    w.pending("gang", "red", gpus=8, replicas=4, submitted_at=NOW - 1)
+    d = decide(w.snapshot(), NOW)
+    [plan] = d.reserves
+    assert (plan.job_id, plan.planned_start, plan.gave_way) == ("gang", NOW + 10, ("kept", "own"))
+    assert [(p.job_id, p.reason) for p in d.preempts] == [("own", PreemptReason.RESERVATION)]  # 10 s notice: now
+    assert d.wake_at == NOW + 8  # blue's job is told at the planned start less its 2 s grace
 
 
 def test_a_session_still_takes_it() -> None:

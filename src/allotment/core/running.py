@@ -220,7 +220,8 @@ def install_carried(st: CycleState) -> list[Carried]:
         if k != len(real) or any(s.node.gpus < need for s in real):
             continue
         nodes = tuple((s.idx, need) for s in real)
-        yields = _remembering(st.yields_to(job, also=original.job_id if original.job_id != job.id else None), res)
+        also = original.job_id if original.job_id != job.id else None
+        yields = _remembering(st.yields_to(job, also, planned=res.kind is ReservationKind.PLANNED), res)
         beside = job if asks_beside(job) else None
         starts = [earliest_on_node(s, need, st.ix.now, yields, None, beside) for s in real]
         if any(t is None for t in starts):

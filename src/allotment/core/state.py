@@ -161,13 +161,15 @@ class CycleState:
                 return name
         return None
 
-    def yields_to(self, holder: Job, also: str | None = None) -> Callable[[Occupant], bool]:
+    def yields_to(self, holder: Job, also: str | None = None, planned: bool = True) -> Callable[[Occupant], bool]:
         """Which running work gives way to a planned start of `holder` (rule `planned-start`): opportunistic work
-        always; another budget's slice work when handing its GPUs to the holder strictly lowers the larger of the two
-        budgets' fair-share standings (so two budgets can never hand GPUs back and forth without one of them having
-        gained usage), or when the holder has waited longer than `starvation_after`. A budget's own work never gives
-        way to its own planned start. Work placed around the plan (backfill) always gives way to it."""
-        return _GivesWay(self, holder, also)
+        always — its own budget's too when the start is `planned` (a plan tells its victims to leave in time; GPUs
+        being freed by preemption count only the victims already told); another budget's slice work when handing
+        its GPUs to the holder strictly lowers the larger of the two budgets' fair-share standings (so two budgets
+        can never hand GPUs back and forth without one of them having gained usage), or when the holder has waited
+        longer than `starvation_after`. A budget's own slice work never gives way to its own planned start. Work
+        placed around the plan (backfill) always gives way to it."""
+        return _GivesWay(self, holder, also, planned)
 
     # -- acting ------------------------------------------------------------------------------------------------
     def start(self, job: Job, placement: Placement, run_class: RunClass, slice_end: Seconds | None, rule: str) -> None:
@@ -248,10 +250,11 @@ def _grace_rule(max_grace: Seconds) -> Callable[[Job], Seconds]:
 class _GivesWay:
     """CycleState.yields_to's rule for one holder (a class, not a closure: core performance rules, 2)."""
 
-    def __init__(self, st: CycleState, holder: Job, also: str | None) -> None:
+    def __init__(self, st: CycleState, holder: Job, also: str | None, planned: bool) -> None:
         self.st = st
         self.holder = holder
         self.also = also
+        self.planned = planned
         self.starving = st.ix.now - holder.submitted_at >= st.ix.pol.starvation_after
         rate = min((st.ix.rate(p) for p in st.pools(holder)), default=0)
         self.gain = credits_per_hour(holder.total_gpus, rate)
@@ -264,16 +267,21 @@ class _GivesWay:
         placed_under = job.run.backfill_for if job.run is not None else st.out.backfill_of.get(job.id)
         if placed_under is not None and placed_under in (holder.id, self.also):
             return True
-        if job.budget == holder.budget:
-            return False
         # work started earlier in this cycle is judged like running work (next cycle it will be running)
         slice_end, held, rate_held = (
             (job.run.slice_end, job.run.gpu_count, st.ix.rate_of_run(job))
             if job.run is not None
             else st.out.started_terms[job.id]
         )
-        if slice_end is None or self.starving:
-            return True  # opportunistic work, even kept (`opportunistic-entitlement`), leaves for a plan: promise 8
+        own = job.budget == holder.budget
+        if slice_end is None:
+            # opportunistic work, even kept (`opportunistic-entitlement`), leaves for a plan: promise 8; the holder's
+            # own budget's too, or a gang of the whole cluster could never plan past its own budget's work
+            return self.planned or not own
+        if own:
+            return False
+        if self.starving:
+            return True
         key = (job.budget, held)
         verdicts = self.verdicts
         if key not in verdicts:
