@@ -37,7 +37,6 @@ NODE_STATES = {
     "titan": [("titan-b300-0101", "draining", False)],
     "neptune": [("neptune-h100-0005", "cordoned", False)],
 }
-HEADROOM = {"neptune": 16, "jupiter": 16, "titan": 16, "augusta": 16}
 
 # group → (share of the org's allocation in per cent, [(project, weight, max_gpus or 0)])
 GROUPS: list[tuple[str, int, list[tuple[str, int, int]]]] = [
@@ -341,9 +340,7 @@ def render() -> str:
         "  session_max_length: 8h",
         "  session_idle_timeout: 1h",
         "  session_max_per_user: 2",
-        "  default_headroom: 8",
-        "  headroom:  # GPUs per cluster kept free for sessions",
-        *(f"    {c}: {n}" for c, n in HEADROOM.items()),
+        "  default_headroom: 0  # no fixed floor: the room is sized from session demand (decision 69)",
         "  headroom_max_grace: 30s",
         "  opportunistic_price: 0.4",
         "  session_price: 1.0",
