@@ -21,6 +21,12 @@ class ResultBuilder:
     drains: list[DrainRecord] = field(default_factory=list)
     balances: dict[str, int] = field(default_factory=dict)
     limits: dict[str, int] = field(default_factory=dict)
+    group_limits: dict[str, tuple[tuple[str, ...], int]] = field(default_factory=dict)
+
+    def group(self, name: str, leaves: tuple[str, ...], max_gpus: int) -> ResultBuilder:
+        """A budget above `leaves` whose GPU limit they share."""
+        self.group_limits[name] = (leaves, max_gpus)
+        return self
 
     def budget(self, name: str, credits: int, max_gpus: int | None = None) -> ResultBuilder:
         self.allocations[name] = credits * 1_000_000
@@ -91,6 +97,7 @@ class ResultBuilder:
             wall_seconds=0.0,
             decide_seconds=0.0,
             limits=dict(self.limits),
+            group_limits=dict(self.group_limits),
         )
 
 

@@ -61,6 +61,50 @@ def test_water_fill(
     assert got == pytest.approx(expected), name
 
 
+@pytest.mark.parametrize(
+    ("name", "capacity", "demand", "groups", "expected"),
+    [
+        (
+            "a full group's rest flows outside it",
+            90,
+            {"a": 100, "b": 100, "c": 100},
+            [({"a", "b"}, 20)],
+            {"a": 10, "b": 10, "c": 70},
+        ),
+        (
+            "inside a full group, a sated member's rest flows to its sibling",
+            90,
+            {"a": 4, "b": 100, "c": 100},
+            [({"a", "b"}, 20)],
+            {"a": 4, "b": 16, "c": 70},
+        ),
+        (
+            "a group above its members' demand changes nothing",
+            90,
+            {"a": 100, "b": 100, "c": 100},
+            [({"a", "b"}, 500)],
+            {"a": 30, "b": 30, "c": 30},
+        ),
+        (
+            "nested groups: the tighter one binds first",
+            90,
+            {"a": 100, "b": 100, "c": 100},
+            [({"a", "b", "c"}, 60), ({"a"}, 5)],
+            {"a": 5, "b": 27.5, "c": 27.5},
+        ),
+    ],
+)
+def test_water_fill_within_group_limits(
+    name: str,
+    capacity: float,
+    demand: dict[str, float],
+    groups: list[tuple[set[str], float]],
+    expected: dict[str, float],
+) -> None:
+    got = water_fill(capacity, demand, dict.fromkeys(demand, 1.0), groups)
+    assert got == pytest.approx(expected), name
+
+
 def test_utilisation_counts_only_contended_time() -> None:
     # 8 GPUs. 0–1 h: offered 16, busy 8 (contended, full); 1–2 h: offered 16, busy 4 (contended, half);
     # 2–3 h: offered 4 (not contended).
@@ -125,6 +169,18 @@ def test_a_budget_is_entitled_to_no_more_than_its_gpu_limit() -> None:
     # demand a: 2 GPUs (its limit), b: 6 → entitled a 2, b 6: both received what they were entitled to
     assert per_budget == pytest.approx({"a": 1.0, "b": 1.0})
     assert index == pytest.approx(1.0)
+
+
+def test_leaves_under_a_group_limit_share_its_entitlement() -> None:
+    # Equal allocations on 16 GPUs for 4 h; a and b sit under a group that may hold 8 GPUs, and each asks for 8;
+    # c asks for 8. a holds the group's 8, b none, c 8.
+    builder = ResultBuilder(fleet=16, duration=4 * H).budget("a", 1).budget("b", 1).budget("c", 1)
+    builder.group("g", ("a", "b"), 8)
+    builder.job("a1", budget="a", gpus=8, runs=((0, None),)).job("b1", budget="b", gpus=8, submit=0)
+    builder.job("c1", budget="c", gpus=8, runs=((0, None),))
+    per_budget, _ = fairness(builder.build())
+    # the group's 8 GPUs are split a 4, b 4; c is entitled to the other 8: a received twice its share, b nothing
+    assert per_budget == pytest.approx({"a": 2.0, "b": 0.0, "c": 1.0})
 
 
 def test_compute_counts_preemptions_lost_work_overdrafts_and_starvation() -> None:

@@ -281,6 +281,12 @@ class AllotmentConfig(_Model):
             parent = by_name[parent].parent if parent in by_name else None
         return tuple(out)
 
+    def gpu_limit(self, name: str) -> int | None:
+        """The most GPUs the budget may hold at once: the smallest `max_gpus` of it and its ancestors (None: no
+        limit)."""
+        caps = [c for n in (name, *self.ancestors(name)) if (c := self.budget(n).max_gpus) is not None]
+        return min(caps, default=None)
+
     def depth(self) -> int:
         """Levels of the budget tree (1 for a flat list of roots)."""
         return max(len(self.ancestors(b.name)) + 1 for b in self.budgets)

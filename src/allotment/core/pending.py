@@ -379,7 +379,7 @@ def _consider(
             preempt_failed.add(key)
     if job.budget not in st.out.planned_budgets and len(st.out.planned_budgets) < st.ix.pol.max_reservations:
         st.out.plan_for(job.budget)
-        yields = st.yields_to(job)
+        yields = st.yields_to(job, planned=True)
         spare = _room_spare(st, job, t)
         plan = plan_start(
             job,

@@ -161,7 +161,7 @@ class CycleState:
                 return name
         return None
 
-    def yields_to(self, holder: Job, also: str | None = None, planned: bool = True) -> Callable[[Occupant], bool]:
+    def yields_to(self, holder: Job, also: str | None = None, *, planned: bool) -> Callable[[Occupant], bool]:
         """Which running work gives way to a planned start of `holder` (rule `planned-start`): opportunistic work
         always — its own budget's too when the start is `planned` (a plan tells its victims to leave in time; GPUs
         being freed by preemption count only the victims already told); another budget's slice work when handing

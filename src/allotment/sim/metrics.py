@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from allotment.core.decisions import FINAL_REASONS
@@ -63,24 +63,43 @@ def jain(xs: Sequence[float]) -> float:
     return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
 
 
-def water_fill(capacity: float, demand: Mapping[str, float], weight: Mapping[str, float]) -> dict[str, float]:
+def water_fill(
+    capacity: float,
+    demand: Mapping[str, float],
+    weight: Mapping[str, float],
+    groups: Sequence[tuple[Collection[str], float]] = (),
+) -> dict[str, float]:
     """Weighted max-min fair shares of `capacity`: each budget gets capacity in proportion to its weight, never more
-    than it asked for; what a budget cannot use flows to the others."""
-    left = {b: d for b, d in demand.items() if d > 0 and weight.get(b, 0) > 0}
+    than it asked for, and the budgets of each (members, cap) group never more than the cap together (a GPU limit
+    over a subtree: its leaves share it); what a budget or group cannot use flows to the others.
+
+    Progressive filling: every budget still filling holds level × weight; the level rises until the capacity, a
+    budget's demand or a group's cap is reached, and the budgets reached stop there (all of a full group's)."""
+    filling = {b for b, d in demand.items() if d > 0 and weight.get(b, 0) > 0}
     share = dict.fromkeys(demand, 0.0)
-    cap = capacity
-    while left and cap > 1e-9:
-        total_w = sum(weight[b] for b in left)
-        per_w = cap / total_w
-        sated = {b for b in left if left[b] <= per_w * weight[b]}
-        if not sated:
-            for b in left:
-                share[b] += per_w * weight[b]
+    while filling:
+        fixed = sum(share[b] for b in demand if b not in filling)
+        events = [(capacity - fixed) / sum(weight[b] for b in filling)]
+        events += [demand[b] / weight[b] for b in filling]
+        full: list[tuple[float, set[str]]] = []
+        for members, cap in groups:
+            inside = filling.intersection(members)
+            if inside:
+                held = sum(share[b] for b in members if b in share and b not in filling)
+                full.append(((cap - held) / sum(weight[b] for b in inside), inside))
+        events += [lv for lv, _ in full]
+        level = max(min(events), 0.0)
+        if level >= events[0] * (1 - 1e-12):  # the capacity is reached: everyone still filling stops here
+            for b in filling:
+                share[b] = level * weight[b]
             break
-        for b in sated:
-            share[b] += left[b]
-            cap -= left[b]
-            del left[b]
+        stop = {b for b in filling if demand[b] / weight[b] <= level * (1 + 1e-12)}
+        for lv, inside in full:
+            if lv <= level * (1 + 1e-12):
+                stop |= inside
+        for b in stop:
+            share[b] = min(demand[b], level * weight[b])
+        filling -= stop
     return share
 
 
@@ -227,7 +246,8 @@ def fairness(result: SimResult) -> tuple[dict[str, float], float]:
     """Per budget received ÷ entitled GPU-time over the weeks it had demand, and the mean weekly Jain index.
     Entitled: the GPU-time actually delivered that week, water-filled by allocation and capped by each budget's
     demand (what it could have used: at each instant the GPUs its submitted, unfinished jobs ask for, at most its
-    GPU limit, `SimResult.limits`)."""
+    GPU limit, `SimResult.limits`) and, for the leaves below a budget with a GPU limit, by what they could have used
+    together under it (`SimResult.group_limits`)."""
     horizon = result.duration
     budget_of = {j.id: j.budget for j in result.jobs}
     asks: dict[str, list[tuple[Seconds, Seconds, int]]] = {}
@@ -248,7 +268,12 @@ def fairness(result: SimResult) -> tuple[dict[str, float], float]:
             asked = capped_demand(spans, result.limits.get(b), w0, w1)
             if asked:
                 demand[b] = asked
-        entitled = water_fill(sum(received.values()), demand, {b: float(a) for b, a in result.allocations.items()})
+        groups = [
+            (leaves, capped_demand([s for b in leaves for s in asks.get(b, [])], limit, w0, w1))
+            for leaves, limit in result.group_limits.values()
+        ]
+        weights = {b: float(a) for b, a in result.allocations.items()}
+        entitled = water_fill(sum(received.values()), demand, weights, groups)
         ratios = []
         for b, e in entitled.items():
             if e > 0:

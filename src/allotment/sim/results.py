@@ -89,6 +89,8 @@ class SimResult:
     limits: Mapping[str, int] = field(default_factory=dict)
     """Leaf budget → the most GPUs it may hold at once: the smallest `max_gpus` of it and its ancestors (absent: no
     limit)."""
+    group_limits: Mapping[str, tuple[tuple[str, ...], int]] = field(default_factory=dict)
+    """Budget with a GPU limit over several leaves → (those leaves, the most GPUs they may hold together)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -315,18 +315,19 @@ class Simulation:
             notes=self.workload.notes,
             burn=burn,
             idle=tuple(self.idle.samples),
-            limits=_limits(cfg),
+            limits={b.name: lim for b in leaves if (lim := cfg.gpu_limit(b.name)) is not None},
+            group_limits=_group_limits(cfg),
         )
 
 
-def _limits(cfg: AllotmentConfig) -> dict[str, int]:
-    """Leaf budget → the smallest GPU limit on its path to the root (SimResult.limits)."""
-    limit = {b.name: b.max_gpus for b in cfg.budgets}
-    out: dict[str, int] = {}
-    for leaf in cfg.leaves():
-        caps = [c for c in (limit.get(n) for n in (leaf.name, *cfg.ancestors(leaf.name))) if c is not None]
-        if caps:
-            out[leaf.name] = min(caps)
+def _group_limits(cfg: AllotmentConfig) -> dict[str, tuple[tuple[str, ...], int]]:
+    """Budget with a GPU limit and more than one leaf below it → (those leaves, its limit) (SimResult.group_limits)."""
+    leaves = cfg.leaves()
+    out: dict[str, tuple[tuple[str, ...], int]] = {}
+    for b in cfg.budgets:
+        below = tuple(leaf.name for leaf in leaves if b.name in cfg.ancestors(leaf.name))
+        if b.max_gpus is not None and len(below) > 1:
+            out[b.name] = (below, b.max_gpus)
     return out
 
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from allotment.config import load_config
 from allotment.core.model import ContractClass, JobKind
-from allotment.sim.workload import SimJob, Workload, gang_shape
+from allotment.sim.workload import GPUS_PER_NODE, SimJob, Workload, gang_shape, placed_gpus
 
 DAY = 86_400
 HOUR = 3_600
@@ -125,6 +125,8 @@ class SyntheticSpec(BaseModel):
 class _Member:
     budget: str
     user: str
+    limit: int | None
+    """The budget's GPU limit (`AllotmentConfig.gpu_limit`): no job drawn for it is larger."""
 
 
 @dataclass
@@ -144,19 +146,26 @@ def _rate(t: float, spec: SyntheticSpec) -> float:
     return daily * (spec.weekend if day in (5, 6) else 1.0)
 
 
-def _allowed(sizes: dict[int, float], largest_cluster: int) -> list[int]:
-    """The class's sizes without gangs above half the largest cluster (they could never share it)."""
-    return [s for s in sizes if s <= max(largest_cluster // 2, 1)]
+def _allowed(sizes: dict[int, float], largest_cluster: int, limit: int | None = None) -> dict[int, float]:
+    """The class's sizes (with their weights) without gangs above half the largest cluster (they could never share
+    it) or holding more than the budget's GPU limit once placed (they could never start under it). A class whose
+    every such size is above the limit asks for the most the limit holds: a team held to 16 GPUs pretrains on 16."""
+    fits = {s: w for s, w in sizes.items() if s <= max(largest_cluster // 2, 1)}
+    if limit is None or not fits:
+        return fits
+    within = {s: w for s, w in fits.items() if placed_gpus(s) <= limit}
+    most = limit if limit <= GPUS_PER_NODE else limit // GPUS_PER_NODE * GPUS_PER_NODE
+    return within or {min(most, max(fits)): 1.0}
 
 
-def _mean_size(sizes: dict[int, float], largest_cluster: int) -> float:
-    options = _allowed(sizes, largest_cluster)
-    return sum(s * sizes[s] for s in options) / sum(sizes[s] for s in options)
+def _mean_size(sizes: dict[int, float], largest_cluster: int, limit: int | None = None) -> float:
+    options = _allowed(sizes, largest_cluster, limit)
+    return sum(s * w for s, w in options.items()) / sum(options.values())
 
 
-def _draw_size(rng: random.Random, sizes: dict[int, float], largest_cluster: int) -> int:
-    options = _allowed(sizes, largest_cluster)
-    return rng.choices(options, weights=[sizes[s] for s in options])[0]
+def _draw_size(rng: random.Random, sizes: dict[int, float], largest_cluster: int, limit: int | None) -> int:
+    options = _allowed(sizes, largest_cluster, limit)
+    return rng.choices(list(options), weights=list(options.values()))[0]
 
 
 def generate(config: Path, spec: SyntheticSpec, seed: int, name: str = "synthetic") -> Workload:
@@ -174,7 +183,7 @@ def generate(config: Path, spec: SyntheticSpec, seed: int, name: str = "syntheti
     for leaf in cfg.leaves():
         users = [m.user for m in leaf.members] or [m.user for b in cfg.budgets for m in b.members][:1]
         for user in users:
-            members.append(_Member(leaf.name, user))
+            members.append(_Member(leaf.name, user, cfg.gpu_limit(leaf.name)))
             weights.append(float(leaf.allocation) / len(users))
     everyone = sorted({m.user for m in members})
     draw = _Draw(rng, members, weights)
@@ -185,10 +194,14 @@ def generate(config: Path, spec: SyntheticSpec, seed: int, name: str = "syntheti
         raise ValueError(f"no job class fits {config}: every size is above half its largest cluster")
     spec = spec.model_copy(update={"classes": classes})
     total_share = sum(c.share for c in spec.classes)
+    by_limit: dict[int | None, float] = {}
+    for m, w in zip(members, weights, strict=True):
+        by_limit[m.limit] = by_limit.get(m.limit, 0.0) + w
     mean_gpu_hours = sum(
         c.share
         / total_share
-        * _mean_size(c.sizes, largest)
+        * sum(w * _mean_size(c.sizes, largest, limit) for limit, w in by_limit.items())
+        / sum(by_limit.values())
         * min(c.median_hours * math.exp(c.sigma**2 / 2), c.max_hours)
         for c in spec.classes
     )
@@ -222,7 +235,7 @@ def _job(draw: _Draw, spec: SyntheticSpec, index: int, at: int, largest_cluster:
     rng = draw.rng
     c = rng.choices(spec.classes, weights=[x.share for x in spec.classes])[0]
     who = rng.choices(draw.members, weights=draw.weights)[0]
-    size = _draw_size(rng, c.sizes, largest_cluster)
+    size = _draw_size(rng, c.sizes, largest_cluster, who.limit)
     hours = min(rng.lognormvariate(math.log(c.median_hours), c.sigma), c.max_hours)
     work = max(int(hours * HOUR), 60)
     gpus, replicas = gang_shape(size)
