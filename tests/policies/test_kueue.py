@@ -8,9 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from allotment.core.model import NodeState
-from allotment.policies.kueue import nominal_quotas
+from allotment.core.model import Job, NodeState
+from allotment.policies.common import Frame
+from allotment.policies.kueue import Heads, Quotas, nominal_quotas
 from tests.core.builders import World, two_team_world
 from tests.policies.helpers import decide
 
@@ -132,3 +135,59 @@ def test_a_node_drain_evicts_every_workload_on_it() -> None:
     w = two_team_world(2).running("a", "red", {N0: 4}).running("b", "blue", {N0: 4}).running("c", "red", {N1: 8})
     w.node_state(N0, NodeState.DRAINING)
     assert decide("kueue", w).preempted == {"a": "drain", "b": "drain"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.lists(st.sampled_from([1, 2, 4, 8, 16]), min_size=1, max_size=4), min_size=1, max_size=4),
+    changes=st.lists(st.tuples(st.integers(0, 3), st.integers(-16, 24)), max_size=12),
+)
+def test_the_head_order_is_a_fresh_minimum_each_time(sizes: list[list[int]], changes: list[tuple[int, int]]) -> None:
+    # queues q0..qN (nominal quotas of a few GPUs on 16) with jobs of these sizes; after each head, some queue's
+    # usage moves (a start, or work told to leave): Heads must give the same order as taking the minimum (DRS with
+    # its head, name) afresh each time
+    names = [f"q{i}" for i in range(len(sizes))]
+    world = World().cluster("c1", nodes=2).budget("org", alloc=1000 * len(names))
+    for name in names:
+        world = world.budget(name, "org")
+    for name, jobs in zip(names, sizes, strict=True):
+        for j, gpus in enumerate(jobs):
+            world = world.pending(f"{name}-{j}", name, gpus)
+    snapshot = world.snapshot()
+
+    def run(fresh: bool) -> list[str]:
+        frame = Frame(snapshot, 0)
+        quotas = Quotas(frame, snapshot)
+        queues: dict[str, list[Job]] = {}
+        for job in snapshot.jobs:
+            queues.setdefault(job.budget, []).append(job)
+        steps = iter(changes)
+        order: list[str] = []
+        heads = Heads(frame, quotas, queues) if not fresh else None
+        nxt = dict.fromkeys(queues, 0)
+        while True:
+            if heads is not None:
+                head = heads.pop()
+            else:
+                ready = [n for n in queues if nxt[n] < len(queues[n])]
+                head = None
+                if ready:
+
+                    def key(n: str) -> tuple[float, str]:
+                        job = queues[n][nxt[n]]
+                        return (quotas.drs(n, POOL, job.total_gpus), n)
+
+                    best = min(ready, key=key)
+                    head = queues[best][nxt[best]]
+                    nxt[best] += 1
+            if head is None:
+                return order
+            order.append(head.id)
+            step = next(steps, None)
+            if step is not None:
+                queue = names[step[0] % len(names)]
+                quotas.add(queue, POOL, max(step[1], -quotas.usage.get(queue, {}).get(POOL, 0)))
+            if heads is not None:
+                heads.refresh(head.budget)
+
+    assert run(fresh=False) == run(fresh=True)

@@ -23,6 +23,7 @@ Must not: read a clock, do I/O or draw random numbers.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 
 from allotment.core.capacity import Pool
@@ -60,8 +61,11 @@ class Quotas:
         self.capacity = dict(frame.cap.pool_capacity)
         self.nominal = nominal_quotas(self.leaves, static_shares(snapshot.budgets), self.capacity)
         self.usage: dict[str, dict[Pool, int]] = {}
-        self._drs: dict[tuple[str, Pool | None, int], float] = {}
+        self._drs: dict[str, dict[tuple[Pool | None, int], float]] = {}
+        """Queue → (pool, delta) → its DRS so (a queue's entries are dropped when its usage changes)."""
         self._borrowers: dict[Pool, list[str]] = {}
+        self.touched: set[str] = set()
+        """Queues whose usage changed since the admission loop last looked (`Heads.refresh`)."""
         self.pool_of: dict[str, Pool] = {}
         for job in snapshot.jobs:
             run = job.run
@@ -74,8 +78,9 @@ class Quotas:
             self.add(job.budget, pool, run.gpu_count)
 
     def add(self, queue: str, pool: Pool, gpus: int) -> None:
-        self._drs.clear()
-        self._borrowers.clear()
+        self._drs.pop(queue, None)
+        self._borrowers.pop(pool, None)
+        self.touched.add(queue)
         per = self.usage.setdefault(queue, {})
         per[pool] = per.get(pool, 0) + gpus
 
@@ -84,19 +89,22 @@ class Quotas:
         return self.usage.get(queue, {}).get(pool, 0) > self.nominal.get(queue, {}).get(pool, 0)
 
     def borrowers(self, pool: Pool) -> list[str]:
-        """The queues that borrow in the pool (cached until usage changes)."""
+        """The queues that borrow in the pool (cached until usage in the pool changes)."""
         found = self._borrowers.get(pool)
         if found is None:
             found = self._borrowers[pool] = [q for q in self.usage if self.borrows(q, pool)]
         return found
 
     def drs(self, queue: str, pool: Pool | None = None, delta: int = 0) -> float:
-        """The queue's dominant resource share, with `delta` GPUs more (or fewer) in `pool` (cached until usage
-        changes)."""
-        key = (queue, pool, delta)
-        found = self._drs.get(key)
+        """The queue's dominant resource share, with `delta` GPUs more (or fewer) in `pool` (cached until the queue's
+        usage changes)."""
+        per = self._drs.get(queue)
+        if per is None:
+            per = self._drs[queue] = {}
+        key = (pool, delta)
+        found = per.get(key)
         if found is None:
-            found = self._drs[key] = self._compute(queue, pool, delta)
+            found = per[key] = self._compute(queue, pool, delta)
         return found
 
     def _compute(self, queue: str, pool: Pool | None, delta: int) -> float:
@@ -151,13 +159,13 @@ class Reclaim:
     def eligible(self, v: Job) -> bool:
         return self.target(v) is not None
 
-    def suspects(self, pool: Pool) -> set[str]:
+    def suspects(self, pool: Pool) -> frozenset[str]:
         """The queues whose work in `pool` can be a victim at all: the job's own, and those that borrow there with
         a share at least the job's queue's with the job (a victim needs `mine <= after` or `mine < before`, and a
         victim leaving never raises its queue's share: after <= before). A victim's pool is its nodes' pool."""
         quotas, job = self.quotas, self.job
         mine = quotas.drs(job.budget, pool, job.total_gpus)
-        return {job.budget} | {q for q in quotas.borrowers(pool) if mine <= quotas.drs(q)}
+        return frozenset({job.budget, *(q for q in quotas.borrowers(pool) if mine <= quotas.drs(q))})
 
     def order(self, v: Job) -> tuple[object, ...]:
         """Victims from the most-borrowing queue first (final-share ones before), then lowest priority, then most
@@ -166,6 +174,52 @@ class Reclaim:
         assert t is not None
         started = v.run.started_at if v.run is not None else 0
         return (not t[0], -t[1], v.priority, -started, v.id)
+
+
+class Heads:
+    """The queue heads in admission order: the queue whose DRS with its head admitted is lowest first (ties by
+    name). A heap of (DRS, queue, stamp): a queue's entry is pushed again whenever its head moves or its usage
+    changes (a DRS falls when its work is told to leave, so an old entry could come up too late), and an entry
+    older than its queue's last push is dropped when it comes up — the order of taking the minimum afresh each
+    time, in O(log queues) a head instead of O(queues)."""
+
+    def __init__(self, frame: Frame, quotas: Quotas, queues: dict[str, list[Job]]) -> None:
+        self.frame = frame
+        self.quotas = quotas
+        self.queues = queues
+        self.next = dict.fromkeys(queues, 0)
+        self.stamp = dict.fromkeys(queues, 0)
+        self.heap: list[tuple[float, str, int]] = []
+        quotas.touched.clear()
+        for name in queues:
+            self._push(name)
+
+    def _push(self, name: str) -> None:
+        stamp = self.stamp[name] = self.stamp[name] + 1
+        at = self.next[name]
+        if at < len(self.queues[name]):
+            job = self.queues[name][at]
+            pools = self.frame.pools(job)
+            drs = self.quotas.drs(name, pools[0] if pools else None, job.total_gpus)
+            heapq.heappush(self.heap, (drs, name, stamp))
+
+    def pop(self) -> Job | None:
+        """The next head to admit (its queue moves on to its next job), or None when every queue is done."""
+        while self.heap:
+            _, name, stamp = heapq.heappop(self.heap)
+            if stamp == self.stamp[name]:
+                at = self.next[name]
+                self.next[name] = at + 1
+                return self.queues[name][at]
+        return None
+
+    def refresh(self, queue: str) -> None:
+        """After `queue`'s head was handled: push it again, and every queue whose usage changed meanwhile."""
+        touched = self.quotas.touched | {queue}
+        self.quotas.touched = set()
+        for name in sorted(touched):
+            if name in self.queues:
+                self._push(name)
 
 
 class KueueFairSharing:
@@ -193,24 +247,12 @@ class KueueFairSharing:
             queues.setdefault(job.budget, []).append(job)
         for q in queues.values():
             q.sort(key=lambda j: (-j.priority, j.submitted_at, j.id))
-        heads = dict.fromkeys(queues, 0)
         no_room = NoRoom(frame)
         lookout = Lookout(frame)
-
-        def with_head(name: str) -> tuple[float, str]:
-            job = queues[name][heads[name]]
-            pools = frame.pools(job)
-            pool = pools[0] if pools else None
-            return (quotas.drs(name, pool, job.total_gpus), name)
-
-        while True:
-            ready = [name for name in queues if heads[name] < len(queues[name])]
-            if not ready:
-                break
-            name = min(ready, key=with_head)
-            job = queues[name][heads[name]]
-            heads[name] += 1
-            self._admit(frame, quotas, job, promised, (no_room, lookout), admit)
+        heads = Heads(frame, quotas, queues)
+        while (head := heads.pop()) is not None:
+            self._admit(frame, quotas, head, promised, (no_room, lookout), admit)
+            heads.refresh(head.budget)
         return frame.decisions()
 
     def _admit(

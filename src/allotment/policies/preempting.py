@@ -171,6 +171,7 @@ class Lookout:
         self._open: dict[Pool, tuple[set[int], int]] = {}
         self._holding: dict[str, set[int]] | None = None
         self._sets: dict[int, tuple[list[int], frozenset[int]]] = {}
+        self._within: dict[tuple[int, Pool, frozenset[str]], tuple[int, list[int], list[int]]] = {}
 
     def open(self, pool: Pool) -> set[int]:
         """Nodes of the pool with free or leaving GPUs, or changed since (a superset, kept up from the capacity's
@@ -197,14 +198,23 @@ class Lookout:
         return self._holding.get(budget, set())
 
     def within(self, usable: list[int], pool: Pool, budgets: Collection[str]) -> list[int]:
-        """The usable nodes worth a visit, in index order."""
+        """The usable nodes worth a visit, in index order (the same list again until the pool's change log grows;
+        the caller must not change it)."""
+        names = budgets if isinstance(budgets, frozenset) else frozenset(budgets)
+        key = (id(usable), pool, names)
+        seen = len(self.frame.cap.changes[pool])
+        known = self._within.get(key)
+        if known is not None and known[0] == seen and known[1] is usable:
+            return known[2]
         wanted = set(self.open(pool))
         for b in budgets:
             wanted |= self.holding(b)
         found = self._sets.get(id(usable))
         if found is None or found[0] is not usable:
             found = self._sets[id(usable)] = (usable, frozenset(usable))
-        return sorted(wanted & found[1])
+        out = sorted(wanted & found[1])
+        self._within[key] = (seen, usable, out)
+        return out
 
 
 class NoRoom:
