@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from allotment.core.cycle import AllotmentPolicy
 from allotment.core.decisions import PreemptReason
 from allotment.core.model import ContractClass, Job, JobKind, ReservationKind, RunClass
 from tests.core.builders import HOUR, World
@@ -121,3 +122,23 @@ def test_a_preemption_claim_takes_the_nodes_whole_part_of_the_room(room: int, cl
     fair_share = [p.job_id for p in d.preempts if p.reason is PreemptReason.FAIR_SHARE]
     assert fair_share == (["expired"] if claims else [])
     assert [r.job_id for r in d.reserves if r.kind is ReservationKind.PREEMPTION] == (["g"] if claims else [])
+
+
+def test_a_preemption_claim_never_takes_the_room_node() -> None:
+    """Rule `node-shaped-room` for GPUs reserved by preemption. Node 00's 8 GPUs are being freed (a session told to
+    leave now), so it is the room node: the one node a whole-node session could start on. Nodes 01 and 02 hold
+    6 and 2 GPUs of slice work, so the room (their 8 free GPUs) is exactly met and red's 1-GPU job may not take one.
+    Nor may it reserve node 00's GPUs being freed: a claimed node is never the room node, so the claim would take the
+    whole node from the room for 1 GPU (a property test found the case). (A planned start on node 00 is still made
+    here — the first plan of a cluster may claim any part of its room, §8 — which is issue 21's open part.)"""
+    now = 10 * HOUR
+    w = World().cluster("c1", nodes=3).budget("red").budget("blue").room("c1", 8, whole=8)
+    w.running(
+        "going", "blue", {"c1-h100-00": 8}, started=now - HOUR, slice_end=now + HOUR, kind=JobKind.SESSION,
+        leaving_until=now, grace=0,
+    )  # fmt: skip
+    w.running("six", "blue", {"c1-h100-01": 6}, started=now - HOUR, slice_end=now + 6 * HOUR, grace=60)
+    w.running("two", "blue", {"c1-h100-02": 2}, started=now - HOUR, slice_end=now + 6 * HOUR, grace=60)
+    d = AllotmentPolicy().decide(w.pending("small", "red", gpus=1, submitted_at=now - 60).snapshot(), now)
+    assert d.starts == ()
+    assert [r.job_id for r in d.reserves if r.kind is ReservationKind.PREEMPTION] == []

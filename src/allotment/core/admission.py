@@ -54,6 +54,12 @@ def keeps_whole_node(st: CycleState, slot: NodeSlot, gpus: int) -> bool:
     return node is not slot or st.cap.soon(slot) - gpus >= whole
 
 
+def claim_keeps_whole_node(st: CycleState, slot: NodeSlot) -> bool:
+    """Rule `node-shaped-room` for GPUs reserved by preemption: a claimed node is never the room node
+    (Capacity.room_node), so a claim takes the whole node from the room, however few of its GPUs the job needs."""
+    return keeps_whole_node(st, slot, st.cap.soon(slot))
+
+
 def _node_filter(
     st: CycleState, job: Job, t: Terms, pool_of: Callable[[NodeSlot], Pool], ignore: bool = False
 ) -> Callable[[NodeSlot, int], bool]:
@@ -189,7 +195,7 @@ def place_by_preemption(
                     continue
                 if beside and not frees_beside(job, slot, need, found[0]):
                     continue
-                if room is None or (found[3] <= room and keeps_whole_node(st, slot, found[3])):
+                if room is None or (found[3] <= room and claim_keeps_whole_node(st, slot)):
                     per_node[idx] = (found[0], found[1], found[2])
                     if k == 1:
                         break  # the index is in order of preference
@@ -200,7 +206,7 @@ def place_by_preemption(
             if k > 1 and slot.node.gpus != size:
                 continue
             fresh = node_victims(slot, need, now, rule, st.ix.grace)
-            if fresh is None or (room is not None and (fresh[3] > room or not keeps_whole_node(st, slot, fresh[3]))):
+            if fresh is None or (room is not None and (fresh[3] > room or not claim_keeps_whole_node(st, slot))):
                 continue
             if beside and not frees_beside(job, slot, need, fresh[0]):
                 continue
