@@ -345,6 +345,7 @@ def render() -> str:
         "  opportunistic_price: 0.4",
         "  session_price: 1.0",
         "  usage_half_life: 7d",
+        "  starvation_after: 7d  # plans of jobs waiting a day no longer override fair share here (decision 71)",
         "  max_reservations: 100",
         "",
         "windows:",

@@ -50,6 +50,7 @@ policy:
   opportunistic_price: 0.25
   session_price: 1.5
   usage_half_life: 2d
+  starvation_after: 3d
   max_reservations: 7
 windows:
   - {id: w, budget: a, cluster: jupiter, gpu_type: B200, gpus: 16, start: 2026-11-08T00:00:00Z,
@@ -72,7 +73,7 @@ def test_round_trip_to_core_types(tmp_path: Path) -> None:
         min_slice=900, max_slice=43200, max_grace=90, session_max_gpus=4, session_max_length=86400,
         session_idle_timeout=1800, session_max_per_user=1, default_headroom=0, headroom={"jupiter": 8},
         headroom_max_grace=10, opportunistic_price=250, session_price=1500, usage_half_life=172800,
-        max_reservations=7,
+        starvation_after=259200, max_reservations=7,
     )  # fmt: skip
     assert core.windows == (CapacityWindow("w", "a", "jupiter", "B200", 16, 1794096000, 1794117600),)
     assert len(core.nodes) == 14

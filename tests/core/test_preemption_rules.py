@@ -138,7 +138,9 @@ def test_a_planned_start_does_not_take_from_a_budget_it_does_not_out_rank() -> N
 
 
 def test_a_starving_job_out_ranks_everyone_at_slice_ends() -> None:
+    # red has waited 30 h, past a starvation bound of a day
     w = World().cluster("c1", nodes=1).budget("org", alloc=2000).budget("red", "org", usage=50.0).budget("blue", "org")
+    w.policy(starvation_after=24 * HOUR)
     w.running("r", "blue", {"c1-h100-00": 8}, started=0, slice_end=30 * HOUR, slice_seconds=HOUR)
     w.pending("gang", "red", gpus=8, submitted_at=0)
     w.reserve(Reservation("gang", (("c1-h100-00", 8),), 30 * HOUR + 60, ReservationKind.PLANNED))

@@ -146,6 +146,8 @@ def check_policy(cfg: AllotmentConfig) -> list[Complaint]:
         out.append((("policy", "session_max_length"), "must be longer than zero"))
     if policy.usage_half_life <= 0:
         out.append((("policy", "usage_half_life"), "must be longer than zero"))
+    if policy.starvation_after <= 0:
+        out.append((("policy", "starvation_after"), "must be longer than zero"))
     if policy.opportunistic_price > 1:
         out.append((("policy", "opportunistic_price"), "opportunistic work cannot cost more than full price"))
     clusters = {c.name for c in cfg.fleet.clusters}

@@ -186,6 +186,9 @@ class Policy(_Model):
     """Fraction of the full price charged for opportunistic work (0.4 is a 60 % discount)."""
     session_price: Price = Decimal(_CORE_POLICY.session_price) / FULL_PRICE
     usage_half_life: Duration = _CORE_POLICY.usage_half_life
+    starvation_after: Duration = _CORE_POLICY.starvation_after
+    """A job waiting this long out-ranks every other budget's slice work on the GPUs of its planned start (no
+    budget waits forever); until then other budgets give way to it by fair share alone."""
     max_reservations: NonNegativeInt = _CORE_POLICY.max_reservations
     room_window: Duration = _CORE_POLICY.room_window
     """Trailing window of session demand the session room is sized from; 0 keeps the room at its floor (headroom)."""
