@@ -298,7 +298,7 @@ class PolicyConfig:
     usage_half_life: Seconds = 7 * 24 * 3600
     starvation_after: Seconds = 24 * 3600
     """A job waiting this long out-ranks every other budget's slice renewals on the GPUs of its planned start
-    (decision 71: a lab where most large gangs wait longer than a day sets a week)."""
+    (decision 71: a lab where many large gangs wait longer than a day sets a week)."""
     max_reservations: int = 100
     """Upper bound on planned-start reservations per cycle (one per budget at most)."""
     room_window: Seconds = 24 * 3600
