@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from allotment.core.cycle import AllotmentPolicy
-from allotment.core.model import ContractClass, ReservationKind
+from allotment.core.model import ContractClass, Reservation, ReservationKind
 from tests.core.builders import HOUR, World
 from tests.core.driver import Driver
 
@@ -120,3 +120,18 @@ def test_a_plan_asks_to_decide_again_when_a_victim_must_be_told_to_leave() -> No
     drv.run_until(HOUR + 600, every=1200)
     assert ("sweep", HOUR + 60 - 600) in [(e.job, e.at) for e in drv.events("preempt")]
     assert drv.started_at("g") == HOUR + 60
+
+
+def test_two_carried_plans_of_one_budget_pass_to_its_first_job_once() -> None:
+    """A budget keeps one planned start, for its first job. Two plans carried for two of its later jobs (a snapshot
+    from before a change of limits, or a reorder) pass to the first job once: the earlier plan is kept for it, the
+    other is dropped — handed both, it would start twice in one cycle, once on each plan's GPUs."""
+    w = World().cluster("c1", nodes=2).budget("alpha").budget("beta")
+    w.running("x", "beta", {"c1-h100-00": 8}, started=0, slice_end=30, leaving_until=HOUR)
+    w.pending("head", "alpha", gpus=1, priority=5, submitted_at=0)
+    w.pending("a", "alpha", gpus=1, submitted_at=0).pending("b", "alpha", gpus=1, submitted_at=0)
+    w.reserve(Reservation("a", (("c1-h100-00", 1),), HOUR, ReservationKind.PLANNED))
+    w.reserve(Reservation("b", (("c1-h100-01", 1),), 120, ReservationKind.PLANNED))
+    d = decide(w.snapshot(), 60)
+    started = [s.job_id for s in d.starts]
+    assert started.count("head") == 1 and len(started) == len(set(started))

@@ -1,5 +1,6 @@
 """Promise 7: a gang is placed whole, in one cluster and one GPU type, or not at all; multi-node gangs get whole free
-nodes, in one rack when a rack with enough free nodes was available."""
+nodes, in one rack when a rack with enough free nodes was available. And a job is started once, only while it
+waits."""
 
 from __future__ import annotations
 
@@ -18,8 +19,11 @@ def test_every_start_is_a_whole_gang_on_free_gpus_of_one_pool(case: Case) -> Non
     nodes = node_map(snap)
     jobs = {j.id: j for j in snap.jobs}
     held = held_gpus(snap)
+    ids = [s.job_id for s in d.starts]
+    assert len(ids) == len(set(ids)), f"a job started twice in one cycle: {ids}"
     for s in d.starts:
         job = jobs[s.job_id]
+        assert job.pending, f"{s.job_id} is not pending but was started"
         k = nodes_needed(job)
         names = [a.node for a in s.placement]
         assert len(names) == len(set(names)), f"{s.job_id} placed twice on one node"

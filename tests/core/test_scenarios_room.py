@@ -129,8 +129,9 @@ def test_a_preemption_claim_never_takes_the_room_node() -> None:
     leave now), so it is the room node: the one node a whole-node session could start on. Nodes 01 and 02 hold
     6 and 2 GPUs of slice work, so the room (their 8 free GPUs) is exactly met and red's 1-GPU job may not take one.
     Nor may it reserve node 00's GPUs being freed: a claimed node is never the room node, so the claim would take the
-    whole node from the room for 1 GPU (a property test found the case). (A planned start on node 00 is still made
-    here — the first plan of a cluster may claim any part of its room, §8 — which is issue 21's open part.)"""
+    whole node from the room for 1 GPU (a property test found the case). Nor may its planned start count node 00's
+    GPUs being freed: a plan for now would start there the next cycle (another property case). It plans on node 01,
+    for when the slice there ends."""
     now = 10 * HOUR
     w = World().cluster("c1", nodes=3).budget("red").budget("blue").room("c1", 8, whole=8)
     w.running(
@@ -142,3 +143,6 @@ def test_a_preemption_claim_never_takes_the_room_node() -> None:
     d = AllotmentPolicy().decide(w.pending("small", "red", gpus=1, submitted_at=now - 60).snapshot(), now)
     assert d.starts == ()
     assert [r.job_id for r in d.reserves if r.kind is ReservationKind.PREEMPTION] == []
+    assert [(r.job_id, r.nodes, r.planned_start) for r in d.reserves] == [
+        ("small", (("c1-h100-01", 1),), now + 6 * HOUR + 60)
+    ]

@@ -42,13 +42,15 @@ def earliest_on_node(
     yields: Yields = everyone_yields,
     room: int | None = None,
     beside: Job | None = None,
+    soon: int | None = None,
 ) -> Seconds | None:
     """The earliest time `need` GPUs of this node could be free for one job, or None if it never could. Only work
     that is already leaving or that `yields` to the job counts as leaving; the rest may renew in its way. `room`,
     when given, is how many of the node's session-room GPUs count — those free now and those of fast-leaving work,
     which sessions take first (0 where the cluster's room binds: only GPUs freed later by other work count).
-    `beside`, the job when it asks for CPUs or memory: the time is also when the node's CPUs and memory could hold
-    its replicas there (rule `cpus-and-memory-beside-gpus`)."""
+    `soon`, when given, bounds those and the GPUs of work already leaving together (Capacity.soon: on the room node,
+    rule `node-shaped-room`). `beside`, the job when it asks for CPUs or memory: the time is also when the node's
+    CPUs and memory could hold its replicas there (rule `cpus-and-memory-beside-gpus`)."""
     if slot.node.gpus < need:
         return None
     cpus_short = memory_short = 0
@@ -56,9 +58,12 @@ def earliest_on_node(
         r = replicas_on(beside.gpus, need)
         cpus_short = r * beside.cpus - slot.cpus_free if beside.cpus > 0 else 0
         memory_short = r * beside.memory - slot.memory_free if beside.memory > 0 else 0
-    room_left = need if room is None else room  # counting more room GPUs than the job needs changes nothing
+    # counting more room (or soon) GPUs than the job needs changes nothing
+    soon_left = need if soon is None else soon
+    room_left = min(soon_left, need if room is None else room)
     have = min(len(slot.free), room_left)
     room_left -= have
+    soon_left -= have
     if have >= need and cpus_short <= 0 and memory_short <= 0:
         return now
     for occ in slot.by_leave():
@@ -67,8 +72,13 @@ def earliest_on_node(
         cpus_short -= occ.cpus
         memory_short -= occ.memory
         if occ.quick:
-            counted = min(occ.gpus, room_left)
+            counted = min(occ.gpus, room_left, soon_left)
             room_left -= counted
+            soon_left -= counted
+            have += counted
+        elif occ.leaving:
+            counted = min(occ.gpus, soon_left)
+            soon_left -= counted
             have += counted
         else:
             have += occ.gpus
@@ -102,8 +112,9 @@ def plan_start(
     room_node: Callable[[str], tuple[int, int] | None] = lambda cluster: None,
 ) -> Plan | None:
     """The earliest planned start over the job's pools, on nodes no other reservation claims; ties go to the pool
-    the job prefers. `room_node` names a cluster's room node and the most of its room GPUs a plan may count there
-    (rule `node-shaped-room`), which also bounds the cluster's spare there. `bounds`, when given, lists a pool's
+    the job prefers. `room_node` names a cluster's room node and the most of its GPUs free, held by fast-leaving
+    work or by work already leaving that a plan may count there (rule `node-shaped-room`), which also bounds the
+    cluster's spare there. `bounds`, when given, lists a pool's
     nodes in order of the earliest time they could hold a need if all their occupants gave way (earliest_on_node
     with everyone_yields): a single-node job then looks only at the nodes whose bound is not later than the best
     start found so far."""
@@ -127,7 +138,7 @@ def plan_start(
             slot = capacity.nodes[idx]
             if not slot.accepts or slot.claim is not None or slot.node.gpus < need:
                 continue
-            t = earliest_on_node(slot, need, now, yields, _on_node(idx, spare, kept), beside)
+            t = earliest_on_node(slot, need, now, yields, spare, beside, _soon_on(idx, kept))
             if t is not None:
                 cands.append((idx, float(t)))
         if len(cands) < k:
@@ -197,18 +208,17 @@ def _earliest_single(
         slot = capacity.nodes[idx]
         if slot.claim is not None:
             continue
-        t = earliest_on_node(slot, need, now, yields, _on_node(idx, spare, kept), beside)
+        t = earliest_on_node(slot, need, now, yields, spare, beside, _soon_on(idx, kept))
         if t is not None and (best is None or (t, len(slot.free), idx) < best):
             best = (t, len(slot.free), idx)
     return None if best is None else Plan(pool, ((best[2], need),), best[0])
 
 
-def _on_node(idx: int, spare: int | None, kept: tuple[int, int] | None) -> int | None:
-    """The room GPUs a plan may count on node `idx`: the cluster's spare, and on its room node at most what that node
-    holds beyond a whole-node session (rule `node-shaped-room`)."""
-    if kept is None or kept[0] != idx:
-        return spare
-    return kept[1] if spare is None else min(spare, kept[1])
+def _soon_on(idx: int, kept: tuple[int, int] | None) -> int | None:
+    """The GPUs a plan may count on node `idx` among those free, held by fast-leaving work or by work already
+    leaving: on the cluster's room node, only what it holds beyond a whole-node session (rule `node-shaped-room`;
+    otherwise the plan, made for now, would take the room node the next cycle as a reservation start)."""
+    return kept[1] if kept is not None and kept[0] == idx else None
 
 
 def claim(

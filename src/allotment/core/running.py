@@ -193,6 +193,7 @@ def install_carried(st: CycleState) -> list[Carried]:
     heads = _budget_heads(st)
     reserved = {r.job_id for r in st.ix.snap.reservations}
     kept: list[Carried] = []
+    holders: set[str] = set()  # jobs given a reservation here: one each, or a job handed two plans starts twice
     for original in sorted(st.ix.snap.reservations, key=lambda r: (r.planned_start, r.job_id)):
         res = original
         job = st.ix.jobs.get(res.job_id)
@@ -204,6 +205,8 @@ def install_carried(st: CycleState) -> list[Carried]:
                 continue
             job = st.ix.jobs[head]
             res = replace(res, job_id=head)
+        if job.id in holders:
+            continue
         slots = [st.cap.slot(name) for name, _ in res.nodes]
         if any(s is None or not s.accepts or s.claim is not None for s in slots):
             continue
@@ -228,6 +231,7 @@ def install_carried(st: CycleState) -> list[Carried]:
             continue
         claim(st.cap, job.id, nodes, max(t for t in starts if t is not None), yields)
         kept.append(Carried(res, job, pool, nodes, yields))
+        holders.add(job.id)
         if res.kind is ReservationKind.PLANNED:
             st.out.plan_for(job.budget)
     return kept
