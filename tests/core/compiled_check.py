@@ -1,5 +1,6 @@
 """Prints the decisions of the equivalence cases (test_equivalence.build_cases) in a canonical JSON form, for
-comparing the pure core with its mypyc-compiled build (test_compiled_core.py). Run from the repository root:
+comparing the pure core with its mypyc-compiled build (test_compiled_core.py), and those of every baseline policy
+on the same cases (the build compiles allotment.policies too). Run from the repository root:
 
     PYTHONPATH=. .venv/bin/python -m tests.core.compiled_check             # whichever core is imported
     PYTHONPATH=build/compiled-core:. .venv/bin/python -m tests.core.compiled_check
@@ -19,7 +20,9 @@ from enum import Enum
 from typing import Any
 
 import allotment.core.cycle
+import allotment.policies.kueue
 from allotment.core.cycle import AllotmentPolicy
+from allotment.policies import make_policy, policy_names
 from tests.core.test_equivalence import build_cases
 
 
@@ -50,10 +53,16 @@ def main() -> None:
         cases[name] = canon(decisions)
         del decisions
         garbage[name] = gc.collect()  # what the cycle left in reference cycles (test_cycle_garbage.py: nothing)
+    baselines = {
+        policy: {name: canon(make_policy(policy).decide(snap, at)) for name, snap, at in built}
+        for policy in policy_names()
+    }
     json.dump(
         {
             "core": allotment.core.cycle.__file__,
+            "policies": allotment.policies.kueue.__file__,
             "cases": cases,
+            "baselines": baselines,
             "cyclic_garbage": garbage,
             "records": _records_check(),
         },

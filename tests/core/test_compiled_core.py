@@ -1,6 +1,7 @@
 """The mypyc-compiled core (decision 40) decides exactly as the pure one: every equivalence case, every decision and
-pending reason, compared in a canonical form. Builds the compiled wheel with scripts/build-compiled-core (a C
-compiler and the Python headers are needed; in CI a failure to build fails this test)."""
+pending reason, compared in a canonical form; so do the compiled baseline policies (decision 72). Builds the
+compiled wheel with scripts/build-compiled-core (a C compiler and the Python headers are needed; in CI a failure to
+build fails this test)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,13 @@ def test_the_compiled_core_decides_exactly_as_the_pure_one(tmp_path: Path) -> No
     assert list(compiled["cases"]) == list(pure["cases"])
     differing = [name for name in pure["cases"] if compiled["cases"][name] != pure["cases"][name]]
     assert not differing, f"the compiled core decides otherwise in {differing}"
+    # the baselines are compiled beside it (the simulator's evaluation runs them at full scale) and decide alike
+    assert str(pure["policies"]).endswith(".py") and str(compiled["policies"]).endswith(".so")
+    assert isinstance(pure["baselines"], dict) and isinstance(compiled["baselines"], dict)
+    assert list(compiled["baselines"]) == list(pure["baselines"]) and len(pure["baselines"]) == 5
+    for policy, by_case in pure["baselines"].items():
+        differing = [name for name in by_case if compiled["baselines"][policy][name] != by_case[name]]
+        assert not differing, f"the compiled {policy} baseline decides otherwise in {differing}"
     # nor may the compiled build leave reference cycles (a compiled closure keeping state makes one with its
     # environment): everything a cycle builds is freed by reference counting
     garbage = compiled["cyclic_garbage"]
