@@ -114,10 +114,9 @@ def plan_start(
     """The earliest planned start over the job's pools, on nodes no other reservation claims; ties go to the pool
     the job prefers. `room_node` names a cluster's room node and the most of its GPUs free, held by fast-leaving
     work or by work already leaving that a plan may count there (rule `node-shaped-room`), which also bounds the
-    cluster's spare there. `bounds`, when given, lists a pool's
-    nodes in order of the earliest time they could hold a need if all their occupants gave way (earliest_on_node
-    with everyone_yields): a single-node job then looks only at the nodes whose bound is not later than the best
-    start found so far."""
+    cluster's spare there. `bounds`, when given, lists a pool's nodes in order of the earliest time they could hold
+    a need if all their occupants gave way (earliest_on_node with everyone_yields): a single-node job then looks
+    only at the nodes whose bound is not later than the best start found so far."""
     best: Plan | None = None
     for pool in pools:
         k, need = _nodes_and_need(job, capacity, pool)
