@@ -13,7 +13,7 @@ from allotment.core.decisions import Blocker, Decisions
 from allotment.core.model import Job
 from tests.changes.support import T0, loaded
 
-RUN_COLUMNS = (T0, "guaranteed", None, None, None, None, None, None, None, 0)
+RUN_COLUMNS = (T0, "guaranteed", None, None, None, None, None, None, None, None, None, 0)
 
 
 def task(array: str, index: int, state: str = "pending", *, limit: int = 2, cancel: bool = False,

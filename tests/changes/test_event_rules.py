@@ -123,3 +123,32 @@ def test_a_confirmed_run_is_not_confirmed_again() -> None:
         [ExecutorEvent("j1", 0, EventKind.STARTED, T0)], {("j1", 0): run(confirmed=True)}, {}, {}, T0, PERIOD
     )
     assert c.touched == []
+
+
+def test_a_checkpoint_report_records_when_and_the_interval_since_the_last() -> None:
+    """Rule `least-lost-work`: each later checkpoint is recorded with the seconds since the one before (the first:
+    since the run started); a report no later than the last one, or of a closed run, changes nothing."""
+    events = [
+        ExecutorEvent("j1", 0, EventKind.CHECKPOINTED, T0 + 600),
+        ExecutorEvent("j1", 0, EventKind.EXITED, T0 + 9),
+    ]
+    first = event_changes(events[:1], {("j1", 0): run()}, {"j1": job()}, {}, T0 + 700, PERIOD)
+    assert [(t.checkpoint_at, t.checkpoint_every) for t in first.touched] == [(T0 + 600, 600)]
+    later = event_changes(
+        [ExecutorEvent("j1", 0, EventKind.CHECKPOINTED, T0 + 1500)],
+        {("j1", 0): run()._replace(checkpoint_at=T0 + 600)},
+        {"j1": job()},
+        {},
+        T0 + 1600,
+        PERIOD,
+    )
+    assert [(t.checkpoint_at, t.checkpoint_every) for t in later.touched] == [(T0 + 1500, 900)]
+    stale = event_changes(
+        [ExecutorEvent("j1", 0, EventKind.CHECKPOINTED, T0 + 600)],
+        {("j1", 0): run()._replace(checkpoint_at=T0 + 600)},
+        {"j1": job()},
+        {},
+        T0 + 1600,
+        PERIOD,
+    )
+    assert stale.touched == []

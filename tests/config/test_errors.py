@@ -87,6 +87,8 @@ CASES = [
          "policy.opportunistic_price", 35, "finer than a thousandth"),
     Case("starvation bound of zero", "  max_slice: 8h\n", "  max_slice: 8h\n  starvation_after: 0\n",
          "policy.starvation_after", 35, "must be longer than zero"),
+    Case("negative checkpoint wait", "  max_slice: 8h\n", "  max_slice: 8h\n  checkpoint_wait: -5\n",
+         "policy.checkpoint_wait", 35, "must not be negative"),
     Case("headroom for unknown cluster", "  max_slice: 8h\n", "  max_slice: 8h\n  headroom: {c9: 8}\n",
          "policy.headroom.c9", 35, "unknown cluster 'c9'"),
     Case("unknown role", "      - {user: bob, role: member}\n", "      - {user: bob, role: boss}\n",

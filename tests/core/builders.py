@@ -122,6 +122,8 @@ class World:
         run_class: RunClass | None = None,
         leaving_until: int | None = None,
         idle_since: int | None = None,
+        checkpoint_at: int | None = None,
+        checkpoint_every: int | None = None,
         **kw: Any,
     ) -> World:
         allocs: list[Allocation] = []
@@ -145,7 +147,16 @@ class World:
             else:
                 run_class = RunClass.GUARANTEED
         preemption = None if leaving_until is None else Preemption(started, leaving_until, "test")
-        run = Run(tuple(allocs), started, run_class, slice_end, preemption, idle_since)
+        run = Run(
+            tuple(allocs),
+            started,
+            run_class,
+            slice_end,
+            preemption,
+            idle_since,
+            checkpoint_at=checkpoint_at,
+            checkpoint_every=checkpoint_every,
+        )
         per_replica = kw.pop("gpus", total)
         self.jobs[jid] = Job(jid, budget, kw.pop("user", f"u-{budget}"), per_replica, run=run, **kw)
         return self

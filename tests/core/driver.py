@@ -43,6 +43,13 @@ class Driver:
     spent: dict[str, int] = field(default_factory=dict)
     last: Decisions | None = None
     work_done: dict[str, int] = field(default_factory=dict)
+    checkpoints: dict[str, int] = field(default_factory=dict)
+    """Seconds between the checkpoints a job saves and reports, from each run's start (as the simulated executor
+    reports them); a job without one saves none."""
+    silent: set[str] = field(default_factory=set)
+    """Jobs that save checkpoints but never report them."""
+    lost: dict[str, int] = field(default_factory=dict)
+    """Seconds of work each job's killed runs did after their last checkpoint (jobs in `checkpoints` only)."""
 
     def __post_init__(self) -> None:
         self.jobs: dict[str, Job] = {j.id: j for j in self.snapshot.jobs}
@@ -121,12 +128,31 @@ class Driver:
                 del self.jobs[j.id]
             elif kill is not None and kill <= to:
                 self.log.append(Event(kill, "killed", j.id, r.preemption.reason if r.preemption else ""))
-                self.work_done[j.id] = self.work_done.get(j.id, 0) + (kill - r.started_at)
+                ran = kill - r.started_at
+                self.work_done[j.id] = self.work_done.get(j.id, 0) + self._kept(j.id, ran)
+                self.lost[j.id] = self.lost.get(j.id, 0) + ran - self._kept(j.id, ran)
                 if r.preemption is not None and r.preemption.reason in ("idle-session", "session-end", "max-runtime"):
                     del self.jobs[j.id]
                 else:
                     self.jobs[j.id] = replace(j, run=None)
+            elif j.id in self.checkpoints and j.id not in self.silent:
+                self._report_checkpoints(j, to)
         self.now = to
+
+    def _kept(self, jid: str, ran: int) -> int:
+        """The work a run that ran `ran` seconds keeps when it is killed: all of it for a job that saves no
+        checkpoints (the driver's jobs resume where they stopped), else up to its last checkpoint."""
+        every = self.checkpoints.get(jid)
+        return ran if every is None else (ran // every) * every
+
+    def _report_checkpoints(self, job: Job, to: int) -> None:
+        """The run's latest checkpoint by `to`, reported as the engine records it: when, and the seconds since the
+        one before (or since the run's start)."""
+        r, every = job.run, self.checkpoints[job.id]
+        assert r is not None
+        latest = r.started_at + ((to - r.started_at) // every) * every
+        if latest > r.started_at and latest != r.checkpoint_at:
+            self.jobs[job.id] = replace(job, run=replace(r, checkpoint_at=latest, checkpoint_every=every))
 
     def _charge(self, job: Job, a: int, b: int) -> None:
         r = job.run

@@ -11,7 +11,7 @@ import pytest
 
 from allotment.core.model import Allocation
 from allotment.executors.local import supervisor as sv
-from allotment.ports.executor import EventKind
+from allotment.ports.executor import EventKind, ExecutorEvent
 
 from .harness import NODE, Harness, finals, of_kind
 
@@ -64,9 +64,42 @@ def test_job_sees_exactly_its_gpus_and_allot_variables(harness: Harness, tmp_pat
         "ALLOT_NODES": NODE,
         "ALLOT_REPLICA": "0",
         "ALLOT_REPLICAS": "1",
+        "ALLOT_CHECKPOINT_FILE": str(ex.attempt_dir("env-job", 2) / "allot-checkpoint"),
         "FOO": "bar",
         "KEEP": "1",
     }
+
+
+SAVE_TWICE = (
+    "import os, pathlib, sys, time\n"
+    "marker, done = pathlib.Path(os.environ['ALLOT_CHECKPOINT_FILE']), pathlib.Path(sys.argv[1])\n"
+    "marker.touch()\n"
+    "os.utime(marker, (1_900_000_100, 1_900_000_100))\n"
+    "while not done.exists():\n"
+    "    time.sleep(0.05)\n"
+    "os.utime(marker, (1_900_000_200, 1_900_000_200))\n"
+    "time.sleep(120)\n"
+)
+
+
+def test_a_job_reports_each_checkpoint_by_touching_its_checkpoint_file(harness: Harness, tmp_path: Path) -> None:
+    """Rule `least-lost-work`: each change of $ALLOT_CHECKPOINT_FILE's modification time is one CHECKPOINTED event
+    at that time; an unchanged file reports nothing again."""
+    ex = harness.executor()
+    go_on = tmp_path / "go-on"
+    ex.launch(harness.spec("saver", SAVE_TWICE, str(go_on)))
+
+    def saved(evs: list[ExecutorEvent]) -> bool:
+        return any(e.kind is EventKind.CHECKPOINTED for e in evs)
+
+    first = harness.events_until(ex, saved, "the first checkpoint")
+    assert [e.at for e in of_kind(first, EventKind.CHECKPOINTED)] == [1_900_000_100]
+    assert of_kind(ex.poll(), EventKind.CHECKPOINTED) == []
+    go_on.touch()
+    second = harness.events_until(ex, saved, "the second checkpoint")
+    assert [e.at for e in of_kind(second, EventKind.CHECKPOINTED)] == [1_900_000_200]
+    ex.terminate("saver", 0, 0)
+    harness.until_final(ex, "saver")
 
 
 def test_argv_arrives_verbatim_and_is_never_run_through_a_shell(harness: Harness, tmp_path: Path) -> None:

@@ -7,7 +7,8 @@ order; open runs, their meters and the next deadline are what the cycle wrote; c
 and posted once per key; a closed period refuses new entries; an exit ends the run and the job and charges the rest;
 an array's tasks are written at once, at most `%N` of them are let through, and each launch carries its place;
 holds and dependencies (jobs.hold, jobs.dependency) keep jobs out of the snapshot alike, and a dependency that can
-never be satisfied is cancelled in the cycle, with the jobs that depended on it.
+never be satisfied is cancelled in the cycle, with the jobs that depended on it; a job's checkpoint reports reach
+the snapshot's run with the interval between them.
 """
 
 from __future__ import annotations
@@ -135,6 +136,16 @@ def test_a_start_opens_a_run_and_one_launch_delivered_in_order(store: Backend) -
     assert list(runs) == [("a", 0)] and runs[("a", 0)].budget == "pretrain"
     running = {j.id: j for j in snapshot(store, T0 + H).jobs}
     assert running["a"].run is not None and running["a"].run.slice_end == T0 + 3 * H
+
+
+def test_checkpoint_reports_reach_the_run_with_their_interval(store: Backend) -> None:
+    store.submit(job("a", gpus=8), now=T0 + H)
+    cycle(store.store, DECIDE, T0 + H)
+    # recorded, but no run changed state: a report is no reason to decide at once
+    assert hear(store.store, [ExecutorEvent("a", 0, EventKind.CHECKPOINTED, T0 + H + 1800)], T0 + H + 1801) == 0
+    hear(store.store, [ExecutorEvent("a", 0, EventKind.CHECKPOINTED, T0 + H + 3000)], T0 + H + 3001)
+    run = {j.id: j for j in snapshot(store, T0 + H + 3100).jobs}["a"].run
+    assert run is not None and (run.checkpoint_at, run.checkpoint_every) == (T0 + H + 3000, 1200)
 
 
 def test_charges_are_exact_posted_once_and_count_what_is_not_posted_yet(store: Backend) -> None:

@@ -130,4 +130,9 @@ def event_changes(
             changes.touched.append(RunTouched(run.run_id, clear_idle=True))
         elif ev.kind is EventKind.DETACHED:
             changes.touched.append(RunTouched(run.run_id, idle_since=ev.at))
+        elif ev.kind is EventKind.CHECKPOINTED:
+            at = min(max(ev.at, run.started_at), now)
+            last = run.started_at if run.checkpoint_at is None else run.checkpoint_at
+            if at > last:  # a report of an older checkpoint (or a repeat) changes nothing
+                changes.touched.append(RunTouched(run.run_id, checkpoint_at=at, checkpoint_every=at - last))
     return changes

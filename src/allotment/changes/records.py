@@ -59,6 +59,8 @@ class OpenRun(NamedTuple):
     preempt_reason: str | None = None
     requeue: bool | None = None
     confirmed: bool = False
+    checkpoint_at: Seconds | None = None
+    """When the job last reported a checkpoint in this run (rule `least-lost-work`)."""
 
     @property
     def meter(self) -> Meter:
@@ -146,6 +148,8 @@ class RunTouched:
     idle_since: Seconds | None = None
     clear_idle: bool = False
     slice_end: Seconds | None = None
+    checkpoint_at: Seconds | None = None
+    checkpoint_every: Seconds | None = None
 
 
 @dataclass(frozen=True, slots=True)

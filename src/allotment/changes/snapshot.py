@@ -64,10 +64,13 @@ RunColumns = tuple[
     str | None,
     Seconds | None,
     str | None,
+    Seconds | None,
+    Seconds | None,
     int,
 ]
 """An open run's columns a running job is built from, in this order: started_at, run_class, slice_end, signalled_at,
-kill_at, preempt_reason, preemptor, idle_since, backfill_for, attempt (its placement, which never changes, apart)."""
+kill_at, preempt_reason, preemptor, idle_since, backfill_for, checkpoint_at, checkpoint_every, attempt (its placement,
+which never changes, apart)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,11 +165,13 @@ def _screened(
 
 
 def run_of(placement: tuple[Allocation, ...], columns: RunColumns) -> Run:
-    started, run_class, slice_end, signalled, kill_at, reason, preemptor, idle_since, backfill_for, _ = columns
+    started, run_class, slice_end, signalled, kill_at, reason, preemptor, idle_since, backfill_for, saved, every, _ = (
+        columns
+    )
     preemption = None
     if signalled is not None:
         preemption = Preemption(signalled, kill_at if kill_at is not None else signalled, reason or "", preemptor)
-    return Run(placement, started, RunClass(run_class), slice_end, preemption, idle_since, backfill_for)
+    return Run(placement, started, RunClass(run_class), slice_end, preemption, idle_since, backfill_for, saved, every)
 
 
 def assemble(

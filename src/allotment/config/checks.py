@@ -148,6 +148,8 @@ def check_policy(cfg: AllotmentConfig) -> list[Complaint]:
         out.append((("policy", "usage_half_life"), "must be longer than zero"))
     if policy.starvation_after <= 0:
         out.append((("policy", "starvation_after"), "must be longer than zero"))
+    if policy.checkpoint_wait < 0:
+        out.append((("policy", "checkpoint_wait"), "must not be negative (0: a plan never waits for a checkpoint)"))
     if policy.opportunistic_price > 1:
         out.append((("policy", "opportunistic_price"), "opportunistic work cannot cost more than full price"))
     clusters = {c.name for c in cfg.fleet.clusters}

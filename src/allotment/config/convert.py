@@ -57,6 +57,7 @@ def core_policy(cfg: AllotmentConfig) -> PolicyConfig:
         session_price=to_per_mille(p.session_price),
         usage_half_life=p.usage_half_life,
         starvation_after=p.starvation_after,
+        checkpoint_wait=p.checkpoint_wait,
         max_reservations=p.max_reservations,
         room_window=p.room_window,
         room_quantile=to_per_mille(p.room_quantile),

@@ -189,6 +189,9 @@ class Policy(_Model):
     starvation_after: Duration = _CORE_POLICY.starvation_after
     """A job waiting this long out-ranks every other budget's slice work on the GPUs of its planned start (no
     budget waits forever); until then other budgets give way to it by fair share alone."""
+    checkpoint_wait: Duration = _CORE_POLICY.checkpoint_wait
+    """The longest a planned start waits for the work it calls away to save its next checkpoint, predicted from the
+    job's reports (rule `least-lost-work`); 0 never waits."""
     max_reservations: NonNegativeInt = _CORE_POLICY.max_reservations
     room_window: Duration = _CORE_POLICY.room_window
     """Trailing window of session demand the session room is sized from; 0 keeps the room at its floor (headroom)."""

@@ -178,6 +178,12 @@ class Run:
     """Sessions: when the last client detached (None while someone is attached)."""
     backfill_for: str | None = None
     """The job whose planned start this run was placed around (backfill): it gives way to that plan."""
+    checkpoint_at: Seconds | None = None
+    """When the job last reported a saved checkpoint in this run (None: never): what a preemption now would lose
+    is the work since then (rule `least-lost-work`)."""
+    checkpoint_every: Seconds | None = None
+    """The seconds between its last two reports (the first one: since the run started), the rhythm a planned start
+    may wait on; None until it reported one."""
 
     @property
     def gpu_count(self) -> int:
@@ -299,6 +305,9 @@ class PolicyConfig:
     starvation_after: Seconds = 24 * 3600
     """A job waiting this long out-ranks every other budget's slice renewals on the GPUs of its planned start
     (decision 71: a lab where many large gangs wait longer than a day sets a week)."""
+    checkpoint_wait: Seconds = 3600
+    """The longest a planned start waits past the soonest its GPUs could be free for the work there to save the next
+    checkpoint its reports predict (rule `least-lost-work`); 0: it never waits."""
     max_reservations: int = 100
     """Upper bound on planned-start reservations per cycle (one per budget at most)."""
     room_window: Seconds = 24 * 3600

@@ -39,12 +39,13 @@ from allotment.core.outcome import Outcome
 from allotment.core.placement import Placement, asks_beside, node_size, nodes_needed
 from allotment.core.preemption import (
     expired_yields_to_under_share,
+    lost_work,
     opportunistic_yields,
     session_takes,
     victim_reason,
     window_reclaims,
 )
-from allotment.core.reservations import Yields, claim, earliest_on_node, plan_start, room_denied
+from allotment.core.reservations import Yields, claim, plan_start, planned_on, room_denied, start_losing_least
 from allotment.core.running import due_victims, reservation_reserve
 from allotment.core.state import SHARE_SLACK, Carried, CycleState
 
@@ -73,33 +74,35 @@ def reserved_first(st: CycleState, carried: list[Carried]) -> None:
         if elsewhere is not None:  # it fits now somewhere else: no reason to wait for the plan
             start_free(st, job, t, elsewhere, "fair-share")
             continue
-        planned = claim_and_call_due(st, job, c.nodes, c.yields)
+        planned = claim_and_call_due(st, job, c.nodes, c.yields, promised=c.reservation.planned_start)
         reservation_reserve(st, c, planned)
         if c.reservation.kind is ReservationKind.PLANNED:
             st.out.plan_for(job.budget)
 
 
 def claim_and_call_due(
-    st: CycleState, job: Job, nodes: tuple[tuple[int, int], ...], yields: Yields, planned: Seconds | None = None
+    st: CycleState,
+    job: Job,
+    nodes: tuple[tuple[int, int], ...],
+    yields: Yields,
+    planned: Seconds | None = None,
+    promised: Seconds | None = None,
 ) -> Seconds:
-    """Claim a reservation's nodes (for `planned`, by default the earliest its nodes could hold it) and tell the
-    preemptible work there that is due to leave (its notice would end at the planned start or later) to go now, so
-    the GPUs are free when the plan starts; returns the planned start."""
+    """Claim a reservation's nodes (for `planned`, by default the earliest its nodes could hold it, never later than
+    `promised` for a wait on checkpoints: reservations.planned_on) and tell the preemptible work there that is due to
+    leave (its notice would end at the planned start or later) to go now, so the GPUs are free when the plan starts;
+    returns the planned start."""
     beside = job if asks_beside(job) else None
     if planned is None:
-        planned = max(
-            (earliest_on_node(st.cap.nodes[i], g, st.ix.now, yields, None, beside) or st.ix.now) for i, g in nodes
-        )
+        planned = planned_on(st.cap, nodes, st.ix.now, yields, _wait(st), st.ix.grace, beside, promised)
     claim(st.cap, job.id, nodes, planned, yields)
     due = [occ for idx, need in nodes for occ in due_victims(st, st.cap.nodes[idx], need, planned)]
     if not due:
         return planned
     for occ in due:
         st.preempt(occ.job, PreemptReason.RESERVATION, job.id)
-    planned = max(
-        planned,
-        *((earliest_on_node(st.cap.nodes[i], g, st.ix.now, yields, None, beside) or st.ix.now) for i, g in nodes),
-    )
+    again = planned_on(st.cap, nodes, st.ix.now, yields, _wait(st), st.ix.grace, beside, promised or planned)
+    planned = max(planned, again)
     claim(st.cap, job.id, nodes, planned, yields)
     return planned
 
@@ -394,7 +397,10 @@ def _consider(
             _RoomNode(st) if not room_exempt(st, job, t) else _no_room_node,
         )
         if plan is not None:
-            planned = claim_and_call_due(st, job, plan.nodes, yields, plan.planned_start)
+            start = start_losing_least(
+                st.cap, plan.nodes, plan.planned_start, st.ix.now, yields, _wait(st), st.ix.grace
+            )
+            planned = claim_and_call_due(st, job, plan.nodes, yields, start)
             names = tuple((st.cap.nodes[i].node.name, g) for i, g in plan.nodes)
             gave_way = tuple(sorted(o.job.id for i, _ in plan.nodes for o in st.cap.nodes[i].occupants if yields(o)))
             st.out.mark_reserved(Reserve(job.id, names, planned, ReservationKind.PLANNED, st.ix.now, gave_way))
@@ -506,7 +512,7 @@ def headroom_refill(ix: Indices, cap: Capacity, out: Outcome) -> None:
             and o.job.id not in out.preempted
             and victim_reason(o, takes) is not None
         ]
-        cands.sort(key=lambda so: (-len(so[0].free), so[1].gpus, _progress(now, so[1]), so[1].job.id))
+        cands.sort(key=lambda so: (-len(so[0].free), so[1].gpus, lost_work(so[1], now), so[1].job.id))
         for _, occ in cands:
             if deficit <= 0:
                 break
@@ -534,7 +540,7 @@ def _refill_whole_node(
             for o in node.occupants
             if not o.quick and not o.leaving and o.job.id not in out.preempted and victim_reason(o, takes) is not None
         ),
-        key=lambda o: (o.gpus, _progress(now=ix.now, occ=o), o.job.id),
+        key=lambda o: (o.gpus, lost_work(o, ix.now), o.job.id),
     )
     for occ in cands:
         if short <= 0:
@@ -543,6 +549,6 @@ def _refill_whole_node(
         short -= occ.gpus
 
 
-def _progress(now: Seconds, occ: Occupant) -> int:
-    run = occ.job.run
-    return 0 if run is None else now - run.started_at
+def _wait(st: CycleState) -> Seconds:
+    """How long a plan may wait for the work it calls away to save (rule `least-lost-work`)."""
+    return st.ix.pol.checkpoint_wait

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Final
 
 from allotment.core.capacity import NodeSlot, Occupant
+from allotment.core.checkpoints import unsaved_work
 from allotment.core.decisions import PreemptReason
 from allotment.core.model import Job, Seconds
 
@@ -137,7 +138,7 @@ class Victims:
         self.reasons: Final = reasons
         self.gpus: Final = gpus
         self.lost: Final = lost
-        """Seconds of progress the victims lose (time since each started its current run)."""
+        """Seconds of work the victims lose (`lost_work`: since each one's last checkpoint, or its run's start)."""
         self.ready_at: Final = ready_at
         """When the GPUs will be free: the latest kill deadline among victims and leaving occupants counted."""
 
@@ -158,7 +159,7 @@ def fewest_victims(
         return [singles[0]]
     chosen: list[tuple[Occupant, PreemptReason]] = []
     got = 0
-    for cand in sorted(eligible, key=lambda o: (-o[0].gpus, _progress(o[0], now), o[0].job.id)):
+    for cand in sorted(eligible, key=lambda o: (-o[0].gpus, lost_work(o[0], now), o[0].job.id)):
         chosen.append(cand)
         got += cand[0].gpus
         if got >= deficit:
@@ -193,15 +194,15 @@ def victims_on_node(
         tuple(o for o, _ in chosen),
         tuple(r for _, r in chosen),
         sum(o.gpus for o, _ in chosen),
-        sum(_progress(o, now) for o, _ in chosen),
+        sum(lost_work(o, now) for o, _ in chosen),
         ready,
     )
 
 
-def _progress(occ: Occupant, now: Seconds) -> int:
-    run = occ.job.run
-    return 0 if run is None else max(0, now - run.started_at)
+def lost_work(occ: Occupant, now: Seconds) -> int:
+    """Rule `least-lost-work`: the seconds of work a preemption now would cost this occupant's job."""
+    return unsaved_work(occ.job.run, now)
 
 
 def _victim_key(occ: Occupant, now: Seconds) -> tuple[int, int, str]:
-    return (occ.gpus, _progress(occ, now), occ.job.id)
+    return (occ.gpus, lost_work(occ, now), occ.job.id)

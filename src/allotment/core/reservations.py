@@ -15,8 +15,11 @@ from dataclasses import dataclass
 from typing import Final
 
 from allotment.core.capacity import Capacity, Claim, NodeSlot, Occupant, Pool, replicas_on
+from allotment.core.checkpoints import Victim, least_lost_start
+from allotment.core.decisions import PreemptReason
 from allotment.core.model import Job, Seconds
 from allotment.core.placement import asks_beside, choose_block, node_size, nodes_needed
+from allotment.core.preemption import fewest_victims, lost_work
 
 Yields = Callable[[Occupant], bool]
 Bounds = Callable[[Pool, int, bool], Iterable[tuple[int, Seconds]]]
@@ -87,6 +90,55 @@ def earliest_on_node(
     return None
 
 
+def planned_on(
+    capacity: Capacity,
+    nodes: Sequence[tuple[int, int]],
+    now: Seconds,
+    yields: Yields,
+    wait: Seconds,
+    grace: Callable[[Job], Seconds],
+    beside: Job | None = None,
+    promised: Seconds | None = None,
+) -> Seconds:
+    """When a reservation starts on its nodes: from the latest of their earliest_on_node times, the time within
+    `wait` at which the work it calls away loses the least (rule `least-lost-work`) — but a plan already `promised`
+    for a time is never delayed past it by that wait (promise 8), only by what truly holds its GPUs longer."""
+    base = max((earliest_on_node(capacity.nodes[i], g, now, yields, None, beside) or now) for i, g in nodes)
+    start = least_lost_start(base, called_away(capacity, nodes, yields, grace), now, wait)
+    return start if promised is None or start <= promised else max(base, promised)
+
+
+def start_losing_least(
+    capacity: Capacity,
+    nodes: Sequence[tuple[int, int]],
+    base: Seconds,
+    now: Seconds,
+    yields: Yields,
+    wait: Seconds,
+    grace: Callable[[Job], Seconds],
+) -> Seconds:
+    """A new plan's start: from `base`, the earliest its nodes could hold it, the time within `wait` at which the
+    work it calls away loses the least (rule `least-lost-work`)."""
+    return least_lost_start(base, called_away(capacity, nodes, yields, grace), now, wait)
+
+
+def called_away(
+    capacity: Capacity, nodes: Sequence[tuple[int, int]], yields: Yields, grace: Callable[[Job], Seconds]
+) -> list[Victim]:
+    """The runs a planned start on these nodes would call away: the work there that gives way to it and is not
+    leaving already, each job once with every GPU it holds."""
+    seen: set[str] = set()
+    out: list[Victim] = []
+    for idx, _ in nodes:
+        for occ in capacity.nodes[idx].occupants:
+            run = occ.job.run
+            if occ.leaving or run is None or occ.job.id in seen or not yields(occ):
+                continue
+            seen.add(occ.job.id)
+            out.append((run, occ.job.total_gpus, grace(occ.job)))
+    return out
+
+
 class Plan:
     """A planned start: the nodes (index, GPUs) of one pool a job will start on, and when (a plain class: core
     performance rules, 1)."""
@@ -133,25 +185,26 @@ def plan_start(
                 best = single
             continue
         cands: list[tuple[int, float]] = []
+        times: dict[int, Seconds] = {}
         for idx in capacity.pools.get(pool, ()):
             slot = capacity.nodes[idx]
             if not slot.accepts or slot.claim is not None or slot.node.gpus < need:
                 continue
             t = earliest_on_node(slot, need, now, yields, spare, beside, _soon_on(idx, kept))
             if t is not None:
-                cands.append((idx, float(t)))
+                times[idx] = t
+                cands.append((idx, (t - now) + _tie(work_called_away(slot, need, now, yields))))
         if len(cands) < k:
             continue
         if k == 1:
-            # earliest, then the fullest node (best fit), then index
-            idx, at = min(cands, key=lambda c: (c[1], len(capacity.nodes[c[0]].free), c[0]))
-            plan = Plan(pool, ((idx, need),), int(at))
+            # earliest, then the least work called away, then the fullest node (best fit), then index
+            idx, _ = min(cands, key=lambda c: (c[1], len(capacity.nodes[c[0]].free), c[0]))
+            plan = Plan(pool, ((idx, need),), times[idx])
         else:
             chosen = choose_block(cands, k, capacity, topology.get(pool[0], ()), by_kth=True)
             if chosen is None:
                 continue
-            start = max(int(t) for i, t in cands if i in set(chosen))
-            plan = Plan(pool, tuple((i, need) for i in chosen), start)
+            plan = Plan(pool, tuple((i, need) for i in chosen), max(times[i] for i in chosen))
         if best is None or plan.planned_start < best.planned_start:
             best = plan
     return best
@@ -199,8 +252,9 @@ def _earliest_single(
     kept: tuple[int, int] | None = None,
     beside: Job | None = None,
 ) -> Plan | None:
-    """plan_start for a single-node job on one pool: the earliest start, then the fullest node, then the index."""
-    best: tuple[Seconds, int, int] | None = None
+    """plan_start for a single-node job on one pool: the earliest start, then the least work called away (rule
+    `least-lost-work`), then the fullest node, then the index."""
+    best: tuple[Seconds, int, int, int] | None = None
     for idx, bound in bounds(pool, need, spare != 0):  # counting every room GPU bounds any spare from below
         if best is not None and bound > best[0]:
             break  # this node and all after it could start no earlier
@@ -208,9 +262,39 @@ def _earliest_single(
         if slot.claim is not None:
             continue
         t = earliest_on_node(slot, need, now, yields, spare, beside, _soon_on(idx, kept))
-        if t is not None and (best is None or (t, len(slot.free), idx) < best):
-            best = (t, len(slot.free), idx)
-    return None if best is None else Plan(pool, ((best[2], need),), best[0])
+        if t is None or (best is not None and t > best[0]):
+            continue
+        key = (t, work_called_away(slot, need, now, yields), len(slot.free), idx)
+        if best is None or key < best:
+            best = key
+    return None if best is None else Plan(pool, ((best[3], need),), best[0])
+
+
+def work_called_away(slot: NodeSlot, need: int, now: Seconds, yields: Yields) -> int:
+    """Rule `least-lost-work`: the GPU-seconds of work a planned start that takes `need` GPUs of this node now would
+    cost — of the preemptible work that gives way, the victims `fewest_victims` would choose once the free GPUs,
+    the work already leaving and the slice work that gives way are counted, each losing `lost_work` on every GPU of
+    its job (a gang loses its replicas on other nodes too). Slice work is counted as losing nothing: what it will
+    have saved by its slice end is not known now."""
+    have = len(slot.free)
+    eligible: list[tuple[Occupant, PreemptReason]] = []
+    for occ in slot.occupants:
+        if occ.leaving:
+            have += occ.gpus
+        elif yields(occ):
+            if occ.preemptible:
+                eligible.append((occ, PreemptReason.RESERVATION))
+            else:
+                have += occ.gpus
+    if have >= need:
+        return 0
+    return sum(o.job.total_gpus * lost_work(o, now) for o, _ in fewest_victims(eligible, need - have, now))
+
+
+def _tie(lost: int) -> float:
+    """A fraction that orders candidate nodes by the work they would call away without changing the order of their
+    times (whole seconds)."""
+    return lost / (lost + 1_000_000.0)
 
 
 def _soon_on(idx: int, kept: tuple[int, int] | None) -> int | None:

@@ -34,7 +34,15 @@ from allotment.core.model import (
 from allotment.core.outcome import Outcome
 from allotment.core.placement import asks_beside, node_size, nodes_needed
 from allotment.core.preemption import fewest_victims, reservation_claims, victim_reason
-from allotment.core.reservations import Capped, Yields, claim, earliest_on_node, renewal_cannot_delay, use_spare_renewal
+from allotment.core.reservations import (
+    Capped,
+    Yields,
+    claim,
+    earliest_on_node,
+    planned_on,
+    renewal_cannot_delay,
+    use_spare_renewal,
+)
 from allotment.core.state import Carried, CycleState
 from allotment.core.units import cost
 from allotment.core.windows import WindowBook
@@ -229,7 +237,9 @@ def install_carried(st: CycleState) -> list[Carried]:
         starts = [earliest_on_node(s, need, st.ix.now, yields, None, beside) for s in real]
         if any(t is None for t in starts):
             continue
-        claim(st.cap, job.id, nodes, max(t for t in starts if t is not None), yields)
+        wait = st.ix.pol.checkpoint_wait
+        planned = planned_on(st.cap, nodes, st.ix.now, yields, wait, st.ix.grace, beside, res.planned_start)
+        claim(st.cap, job.id, nodes, planned, yields)
         kept.append(Carried(res, job, pool, nodes, yields))
         holders.add(job.id)
         if res.kind is ReservationKind.PLANNED:
@@ -294,6 +304,11 @@ def due_victims(st: CycleState, slot: NodeSlot, need: int, planned: Seconds) -> 
             eligible.append((occ, reason))
         else:
             have += occ.gpus  # already leaving, or its slice ends in time and it gives way (it cannot renew here)
+            if occ.job.run is None and occ.job.id in st.out.started:
+                # started in this cycle without a slice (opportunistic work placed before the plan was made): it
+                # may be told to leave from the next cycle, so decide again at once rather than after the planned
+                # start
+                st.out.wake_by(st.ix.now + 1)
     if have >= need:
         return []
     # told to leave only once its notice would end at the planned start or later: earlier, the GPUs it frees would

@@ -85,6 +85,7 @@ class EventKind(StrEnum):
     LOST = "lost"  # the node or the process vanished; the job did not exit by itself
     ATTACHED = "attached"  # sessions: a client attached
     DETACHED = "detached"  # sessions: the last client detached
+    CHECKPOINTED = "checkpointed"  # the job saved a checkpoint (rule `least-lost-work`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,10 +5,14 @@
         job = allot.submit(yaml=open("job.yaml").read()).job
         print(allot.why(job.id).message)
 
+    from allotment.sdk import report_checkpoint    # inside a job, after each saved checkpoint
+    report_checkpoint()
+
 Owns: the public names of the SDK. Must not: import the server's packages (api, service, store, engine).
 """
 
 from allotment.sdk import models
+from allotment.sdk.checkpoints import report_checkpoint
 from allotment.sdk.client import FINAL_STATES, Client
 from allotment.sdk.config import DEFAULT_URL, ClientSettings, config_path, read_config, resolve, write_config
 from allotment.sdk.errors import UNREACHABLE, ApiError
@@ -25,6 +29,7 @@ __all__ = [
     "config_path",
     "models",
     "read_config",
+    "report_checkpoint",
     "resolve",
     "write_config",
 ]

@@ -2,9 +2,9 @@
 
 Owns: turning a launched attempt into its scripted outcome (the work left since the last checkpoint, a seeded
 crash with the job's failure probability), keeping each job's checkpointed progress across preemptions, the work
-and GPU-seconds each attempt lost, and sessions' attach/detach events during their idle periods. It wraps
-`allotment.executors.simulated.SimulatedExecutor` (which owns SIGTERM/grace/SIGKILL and node failures) and is an
-adapter of the Executor port like any other.
+and GPU-seconds each attempt lost, sessions' attach/detach events during their idle periods, and the CHECKPOINTED
+event of each checkpoint a job that reports them saves. It wraps `allotment.executors.simulated.SimulatedExecutor`
+(which owns SIGTERM/grace/SIGKILL and node failures) and is an adapter of the Executor port like any other.
 
 Must not: decide, touch the store, or draw from an unseeded random source. The same seed and calls give the same
 events.
@@ -46,8 +46,19 @@ def attempt_seed(seed: int, job_id: str, attempt: int) -> int:
 class SimExecutor:
     """An Executor for the simulator. Drive it with `follow(clock)` like the simulated executor."""
 
-    def __init__(self, jobs: Mapping[str, SimJob], seed: int, now: Seconds, clock: Callable[[], Seconds]) -> None:
+    def __init__(
+        self,
+        jobs: Mapping[str, SimJob],
+        seed: int,
+        now: Seconds,
+        clock: Callable[[], Seconds],
+        report_checkpoints: bool = True,
+    ) -> None:
+        """`report_checkpoints`: jobs that checkpoint tell the scheduler when they do (rule `least-lost-work`)."""
         self.jobs = jobs
+        self.report_checkpoints = report_checkpoints
+        self._checkpoints: list[tuple[Seconds, int, str, int]] = []
+        """(next checkpoint, sequence, job, attempt) of running attempts that report them, earliest first."""
         self.seed = seed
         self.inner = SimulatedExecutor(self._outcome, now=now, clock=clock)
         self.progress: dict[str, Seconds] = {}
@@ -88,6 +99,7 @@ class SimExecutor:
             record = self.attempts.get((job_id, attempt))
             if record is not None and (record.ended is None or record.ended > at):
                 events.append(ExecutorEvent(job_id, attempt, kind, at))
+        self._saved(now, events)
         events.sort(key=lambda e: e.at)
         self.poll_count += len(events)
         return events
@@ -103,6 +115,20 @@ class SimExecutor:
         self.inner.restore_node(node)
 
     # -- bookkeeping -------------------------------------------------------------------------------------------
+    def _saved(self, now: Seconds, events: list[ExecutorEvent]) -> None:
+        """Append the checkpoints running attempts saved since the last poll: every `checkpoint` seconds from the
+        start, as the outcome counts kept work (not a reason to decide: the store hears them at the next cycle, as a
+        server hears a job's reports between cycles)."""
+        heap = self._checkpoints
+        while heap and heap[0][0] <= now:
+            at, seq, job_id, attempt = heapq.heappop(heap)
+            record = self.attempts[(job_id, attempt)]
+            every = self.jobs[job_id].checkpoint
+            if record.ended is not None or not every:
+                continue
+            events.append(ExecutorEvent(job_id, attempt, EventKind.CHECKPOINTED, at))
+            heapq.heappush(heap, (at + every, seq, job_id, attempt))
+
     def _hear(self, ev: ExecutorEvent) -> None:
         record = self.attempts.get((ev.job_id, ev.attempt))
         if record is None:
@@ -110,6 +136,9 @@ class SimExecutor:
         job = self.jobs[ev.job_id]
         if ev.kind is EventKind.STARTED:
             record.started = ev.at
+            if self.report_checkpoints and job.checkpoint:
+                self._seq += 1
+                heapq.heappush(self._checkpoints, (ev.at + job.checkpoint, self._seq, job.id, ev.attempt))
             for start, end in job.idle:
                 for offset, kind in ((start, EventKind.DETACHED), (end, EventKind.ATTACHED)):
                     self._seq += 1

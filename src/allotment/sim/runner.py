@@ -69,6 +69,8 @@ class SimOptions:
     idle_gap: Seconds = 900
     """Longest simulated gap between cycles while jobs wait (time-based rules: idle sessions, starvation)."""
     faults: Faults = field(default_factory=Faults)
+    report_checkpoints: bool = True
+    """Jobs that checkpoint tell the scheduler when they do (the simulated executor's CHECKPOINTED events)."""
     store: str = "memory"
     """Where state is kept: "memory" (the in-memory store) or "sqlite" (the SQL store on `database_url`)."""
     database_url: str = "sqlite://"
@@ -97,7 +99,9 @@ class Simulation:
         self.options = options or SimOptions()
         self.clock = SimClock(self.options.start)
         self.jobs = {j.id: j for j in workload.jobs}
-        self.executor = SimExecutor(self.jobs, self.options.seed, self.options.start, self.clock.now)
+        self.executor = SimExecutor(
+            self.jobs, self.options.seed, self.options.start, self.clock.now, self.options.report_checkpoints
+        )
         o = self.options
         self.idle = IdleWatch(policy, o.start)
         self.built = assemble(

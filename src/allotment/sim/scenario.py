@@ -111,6 +111,8 @@ class SimulationSpec(_Model):
     """Events within this many seconds are handled by one cycle (default 1 s: event-driven time)."""
     idle_gap: Duration = 900
     faults: FaultSpec = Field(default_factory=FaultSpec)
+    report_checkpoints: bool = True
+    """Jobs that checkpoint report each checkpoint to the scheduler (rule `least-lost-work`); false: none does."""
 
 
 class Scenario(_Model):
@@ -127,6 +129,7 @@ class Scenario(_Model):
             resolution=self.simulation.resolution,
             idle_gap=self.simulation.idle_gap,
             faults=Faults(f.per_node_day, f.hard_fraction, f.repair),
+            report_checkpoints=self.simulation.report_checkpoints,
         )
 
 

@@ -45,6 +45,7 @@ METER_COLUMNS = (
     RunRow.preempt_reason,
     RunRow.requeue,
     RunRow.confirmed_at,
+    RunRow.checkpoint_at,
 )
 """The columns an OpenRun is read from (with runs joined to jobs)."""
 _RUN_CLASSES = {c.value: c for c in RunClass}
@@ -54,7 +55,7 @@ def open_run_of(row: Any) -> OpenRun:
     """The OpenRun of a row of METER_COLUMNS."""
     return OpenRun(
         row[0], row[1], row[2], row[3], row[4], _RUN_CLASSES[row[5]], row[6], row[7], row[8], row[9],
-        row[10] is not None, row[11], row[12], row[13] is not None,
+        row[10] is not None, row[11], row[12], row[13] is not None, row[14],
     )  # fmt: skip
 
 

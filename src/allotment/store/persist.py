@@ -52,6 +52,11 @@ _END = (
 )
 _CONFIRM = update(RunRow).where(RunRow.id == bindparam("b_id")).values(confirmed_at=bindparam("b_v"))
 _IDLE = update(RunRow).where(RunRow.id == bindparam("b_id")).values(idle_since=bindparam("b_v"))
+_CHECKPOINT = (
+    update(RunRow)
+    .where(RunRow.id == bindparam("b_id"))
+    .values(checkpoint_at=bindparam("b_v"), checkpoint_every=bindparam("b_every"))
+)
 _SLICE_END = update(RunRow).where(RunRow.id == bindparam("b_id")).values(slice_end=bindparam("b_v"))
 _METER = (
     update(RunRow)
@@ -125,6 +130,8 @@ def persist(session: Session, changes: ChangeSet, now: Seconds) -> None:
         _IDLE,
         [{"b_id": t.run_id, "b_v": t.idle_since} for t in c.touched if t.idle_since is not None or t.clear_idle],
     )
+    _many(conn, _CHECKPOINT, [{"b_id": t.run_id, "b_v": t.checkpoint_at, "b_every": t.checkpoint_every}
+                              for t in c.touched if t.checkpoint_at is not None])  # fmt: skip
     _many(conn, _SLICE_END, [{"b_id": t.run_id, "b_v": t.slice_end} for t in c.touched if t.slice_end is not None])
     if c.transitions:
         moved = [t for t in c.transitions if t.attempt is None]

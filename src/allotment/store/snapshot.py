@@ -157,6 +157,8 @@ RUN_COLUMNS = (
     RunRow.preemptor,
     RunRow.idle_since,
     RunRow.backfill_for,
+    RunRow.checkpoint_at,
+    RunRow.checkpoint_every,
     RunRow.attempt,
 )
 """The columns of an open run a running job is built from (with its placement, which never changes)."""

@@ -200,6 +200,10 @@ class RunRow(Base):
     """The job whose planned start this run was placed around (it gives way to that plan)."""
     confirmed_at: Mapped[Time | None]
     """When the executor reported the run's processes running."""
+    checkpoint_at: Mapped[Time | None]
+    """When the job last reported a saved checkpoint in this run (rule `least-lost-work`)."""
+    checkpoint_every: Mapped[Time | None]
+    """Seconds between its last two reports (the first: since the run started)."""
 
 
 class SliceRow(Base):

@@ -6,7 +6,8 @@ CPUs and memory each attempt asked for, recorded in its spec.json with the cores
 owner mode the jobs' own directories (`<jobs_dir>/<account>/<job_id>.<attempt>`, each its account's, 0700) and the
 account each attempt runs as (written into spec.json for the supervisor), launching supervisors, terminate()
 (SIGTERM to the job's process group now, the SIGKILL deadline stored durably), turning what the supervisors recorded
-into events delivered once each, and alive() for reconciliation.
+into events delivered once each, the checkpoint file each job touches when it has saved one (ALLOT_CHECKPOINT_FILE,
+in the attempt's own directory) into CHECKPOINTED events, and alive() for reconciliation.
 
 Must not: keep state that matters only in memory (a new instance on the same state directory must carry on where the
 last one stopped), run anything through a shell, or decide anything. Imports only the standard library and
@@ -35,6 +36,11 @@ from allotment.executors.local import sessions
 from allotment.executors.local import supervisor as sv
 from allotment.executors.local.limits import choose_cores, pinned_cores
 from allotment.ports.executor import EventKind, ExecutorEvent, LaunchSpec
+
+CHECKPOINT_VARIABLE = "ALLOT_CHECKPOINT_FILE"
+"""The variable naming the file a job touches each time it has saved a checkpoint (rule `least-lost-work`)."""
+CHECKPOINT_FILE = "allot-checkpoint"
+"""Its name in the attempt's own directory (the state directory's attempt folder, or in owner mode the account's)."""
 
 JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,199}")
 """Job ids name directories, so they are restricted to a portable, path-safe alphabet."""
@@ -90,6 +96,9 @@ class LocalExecutor:
         self._child_status: dict[tuple[str, int], int] = {}
         self._kinds: dict[Path, str] = {}
         """Each attempt's kind (batch or session) as its spec.json says, read once."""
+        self._markers: dict[Path, tuple[Path | None, int]] = {}
+        """Each running attempt's checkpoint file (spec.json's, read once) and the last mtime reported from it (a
+        restarted executor may report the last one again: the engine ignores a report no later than the last)."""
 
     # -- paths ---------------------------------------------------------------------------------------------
 
@@ -126,13 +135,15 @@ class LocalExecutor:
             return
         try:
             account = self.run_as.account(spec.user)
-            workdir = spec.workdir if spec.workdir is not None else str(self._workdir(d, account, spec))
+            own = self._workdir(d, account, spec)
+            workdir = spec.workdir if spec.workdir is not None else str(own)
         except (NoAccount, OSError) as exc:
             detail = exc.message if isinstance(exc, NoAccount) else f"no working directory for the job: {exc}"
             record = {"kind": EventKind.EXITED.value, "exit_code": sv.EXIT_NOT_STARTED, "detail": detail}
             sv.write_json(d / sv.EXIT, {"ended_at": time.time(), "signal": None, "terminated": False, **record})
             return
         identity = identity_environment(account) if account is not None else {}
+        marker = {CHECKPOINT_VARIABLE: str(own / CHECKPOINT_FILE)}
         cpusets = self._cpusets(spec)
         sv.write_json(
             d / sv.SPEC,
@@ -145,12 +156,16 @@ class LocalExecutor:
                 "grace": spec.grace,
                 "nodes": [a.node for a in spec.placement],
                 "replicas": [
-                    {"env": {**identity, **job_environment(spec, r)}, "cpuset": cpusets[r] if cpusets else None}
+                    {
+                        "env": {**identity, **job_environment(spec, r), **marker},
+                        "cpuset": cpusets[r] if cpusets else None,
+                    }
                     for r in range(len(spec.placement))
                 ],
                 "cpus": spec.cpus,
                 "memory_mib": spec.memory,
                 "account": None if account is None else account.spec(),
+                "checkpoint_file": marker[CHECKPOINT_VARIABLE],
                 "created_at": time.time(),
             },
         )
@@ -331,6 +346,8 @@ class LocalExecutor:
             self._enforce_deadline(d, job)
             if job is not None and self._is_session(d):
                 events.extend(sessions.attachment_events(d, job_id, attempt, float(job["started_at"])))
+            if job is not None:
+                events.extend(self._checkpoint_events(d, job_id, attempt))
             return events
         if _claim(d / DELIVERED_FINAL):
             kind = EventKind.LOST if record["kind"] == EventKind.LOST.value else EventKind.EXITED
@@ -348,7 +365,28 @@ class LocalExecutor:
         marker.unlink(missing_ok=True)
         self._child_status.pop((job_id, attempt), None)
         self._kinds.pop(d, None)
+        self._markers.pop(d, None)
         return events
+
+    def _checkpoint_events(self, d: Path, job_id: str, attempt: int) -> list[ExecutorEvent]:
+        """A CHECKPOINTED event when the job touched its checkpoint file ($ALLOT_CHECKPOINT_FILE) since the last
+        poll, at the file's modification time."""
+        path, last = self._markers.get(d, (None, -1))
+        if last < 0:
+            spec = sv.read_json(d / sv.SPEC)
+            found = spec.get("checkpoint_file") if spec is not None else None
+            path, last = (Path(found) if found else None), 0
+            self._markers[d] = (path, last)
+        if path is None:
+            return []
+        try:
+            at = int(path.stat().st_mtime)
+        except OSError:
+            return []
+        if at <= last:
+            return []
+        self._markers[d] = (path, at)
+        return [ExecutorEvent(job_id, attempt, EventKind.CHECKPOINTED, at)]
 
     def _is_session(self, d: Path) -> bool:
         kind = self._kinds.get(d)

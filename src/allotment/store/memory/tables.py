@@ -134,6 +134,8 @@ class RunRec:
     end_reason: str | None = None
     confirmed_at: Seconds | None = None
     idle_since: Seconds | None = None
+    checkpoint_at: Seconds | None = None
+    checkpoint_every: Seconds | None = None
     views: tuple[OpenRun, OpenRunRow] | None = None
     """What the unit last built of this run for the engine's reads (its OpenRun and snapshot row), None once any
     column changed: unit.py clears it on every write to the run, and a rollback clears every run's."""

@@ -49,6 +49,7 @@ def views(s: MemoryState, r: RunRec) -> tuple[OpenRun, OpenRunRow]:
             r.preempt_reason,
             r.requeue,
             r.confirmed_at is not None,
+            r.checkpoint_at,
         )
         row = OpenRunRow(
             r.job_id,
@@ -67,6 +68,8 @@ def views(s: MemoryState, r: RunRec) -> tuple[OpenRun, OpenRunRow]:
                 r.preemptor,
                 r.idle_since,
                 r.backfill_for,
+                r.checkpoint_at,
+                r.checkpoint_every,
                 r.attempt,
             ),
         )
@@ -327,6 +330,8 @@ def persist(s: MemoryState, changes: ChangeSet, now: Seconds) -> None:
             _write(j, run, idle_since=t.idle_since)
         if t.slice_end is not None:
             _write(j, run, slice_end=t.slice_end)
+        if t.checkpoint_at is not None:
+            _write(j, run, checkpoint_at=t.checkpoint_at, checkpoint_every=t.checkpoint_every)
     for tr in c.transitions:
         rec = s.jobs[tr.job_id]
         j.set(rec, "state", tr.to_state.value)
