@@ -34,14 +34,22 @@ def unsaved_work(run: Run | None, now: Seconds) -> int:
     return max(0, now - saved)
 
 
+def _rhythm(run: Run, now: Seconds) -> tuple[Seconds, Seconds] | None:
+    """(last report, interval) while the run's rhythm holds: it reported, and the next checkpoint is not overdue."""
+    saved, every = run.checkpoint_at, run.checkpoint_every
+    if saved is None or every is None or every <= 0 or now > saved + every + MARGIN:
+        return None
+    return saved, every
+
+
 def unsaved_at(run: Run, told: Seconds, now: Seconds) -> int:
     """The work the run would lose if told to leave at `told` (not before `now`): while its rhythm holds (a report,
     its interval, and the next checkpoint not overdue at `now`), the time since the checkpoint the rhythm predicts
     by then; otherwise the time since what it last reported."""
-    saved, every = run.checkpoint_at, run.checkpoint_every
-    if saved is None or every is None or every <= 0 or now > saved + every + MARGIN or told < saved:
+    rhythm = _rhythm(run, now)
+    if rhythm is None or told < rhythm[0]:
         return unsaved_work(run, told)
-    return (told - saved) % every
+    return (told - rhythm[0]) % rhythm[1]
 
 
 def least_lost_start(base: Seconds, victims: Sequence[Victim], now: Seconds, wait: Seconds) -> Seconds:
@@ -52,9 +60,10 @@ def least_lost_start(base: Seconds, victims: Sequence[Victim], now: Seconds, wai
         return base
     candidates = {base}
     for run, _gpus, grace in victims:
-        saved, every = run.checkpoint_at, run.checkpoint_every
-        if saved is None or every is None or every <= 0 or now > saved + every + MARGIN:
+        rhythm = _rhythm(run, now)
+        if rhythm is None:
             continue
+        saved, every = rhythm
         first = saved + MARGIN + grace
         k = max(0, -(-(base - first) // every))  # the first predicted checkpoint whose call is at or after base
         t = first + k * every

@@ -104,7 +104,7 @@ def planned_on(
     `wait` at which the work it calls away loses the least (rule `least-lost-work`) — but a plan already `promised`
     for a time is never delayed past it by that wait (promise 8), only by what truly holds its GPUs longer."""
     base = max((earliest_on_node(capacity.nodes[i], g, now, yields, None, beside) or now) for i, g in nodes)
-    start = least_lost_start(base, called_away(capacity, nodes, yields, grace), now, wait)
+    start = start_losing_least(capacity, nodes, base, now, yields, wait, grace)
     return start if promised is None or start <= promised else max(base, promised)
 
 
