@@ -21,6 +21,10 @@ MANAGED_NAMES = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
 """Inherited variables with these names are dropped and set by the executor."""
 
 
+CHECKPOINT_VARIABLE = "ALLOT_CHECKPOINT_FILE"
+"""The variable naming the file a job touches each time it has saved a checkpoint (rule `least-lost-work`); each
+executor names a file of its own (the SDK's report_checkpoint() touches it)."""
+
 SESSION_COMMAND = ("sleep", "infinity")
 """What a session runs when its owner gave no command: it only holds the GPUs for clients that attach."""
 

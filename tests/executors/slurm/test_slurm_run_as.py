@@ -1,7 +1,8 @@
 """Owner mode on the real local Slurm cluster (issue 22): the executor submits each job with `sbatch --uid/--gid`
 of its owner's Unix account, so Slurm runs it as that account (`id -un` inside the job is its owner) with its
 groups and home; the job's output file and working directory are its owner's alone, and the batch script holding
-the job's env secrets stays the server's. A job whose owner has no account is never submitted."""
+the job's env secrets stays the server's; its checkpoint file is its owner's, so the job can report checkpoints.
+A job whose owner has no account is never submitted."""
 
 from __future__ import annotations
 
@@ -77,3 +78,15 @@ def test_a_job_whose_owner_has_no_account_is_not_submitted(owners: Owners) -> No
     assert (end.kind, end.exit_code) == (EventKind.EXITED, 127)
     assert "no Unix account" in end.detail
     assert ex.slurm_job_id("ghost-1", 0) is None
+
+
+def test_a_jobs_checkpoint_file_is_its_owners(owners: Owners) -> None:
+    ex, ada = owners.executor, owners.ada
+    ex.launch(spec("ck-own", ["/bin/sh", "-c", 'touch "$ALLOT_CHECKPOINT_FILE"; sleep 60'], nodes=["gpu01"], gpus=0))
+    events = wait_for(ex, lambda evs: any(e.kind is EventKind.CHECKPOINTED for e in evs))
+    assert [e.job_id for e in events if e.kind is EventKind.CHECKPOINTED] == ["ck-own"]
+    [rec] = ex.store.open_records()
+    st = ex.checkpoint_path(rec.name).stat()
+    assert (stat.S_IMODE(st.st_mode), st.st_uid) == (0o600, ada.uid)
+    ex.terminate("ck-own", 0, grace=1)
+    wait_for(ex, ended("ck-own"))

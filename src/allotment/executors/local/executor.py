@@ -31,14 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from allotment.executors.accounts import Account, NoAccount, RunAs, identity_environment, passable_dir, private_dir
-from allotment.executors.environment import inherited_environment, job_command, job_environment
+from allotment.executors.environment import CHECKPOINT_VARIABLE, inherited_environment, job_command, job_environment
 from allotment.executors.local import sessions
 from allotment.executors.local import supervisor as sv
 from allotment.executors.local.limits import choose_cores, pinned_cores
 from allotment.ports.executor import EventKind, ExecutorEvent, LaunchSpec
 
-CHECKPOINT_VARIABLE = "ALLOT_CHECKPOINT_FILE"
-"""The variable naming the file a job touches each time it has saved a checkpoint (rule `least-lost-work`)."""
 CHECKPOINT_FILE = "allot-checkpoint"
 """Its name in the attempt's own directory (the state directory's attempt folder, or in owner mode the account's)."""
 

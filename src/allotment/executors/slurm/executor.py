@@ -10,7 +10,9 @@ Owns: making launch, terminate and requeue decisions real on a Slurm cluster and
   that poll() enforces), `scancel` if the job still lives after that;
 - requeue: the next attempt in the same Slurm job (`scontrol requeuehold`, re-pin with StartTime=now, pause,
   release);
-- poll/alive: squeue's JSON records turned into STARTED, EXITED(code) and LOST events, each emitted once.
+- poll/alive: squeue's JSON records turned into STARTED, EXITED(code) and LOST events, each emitted once, and the
+  checkpoint file each Slurm job touches when it has saved one (ALLOT_CHECKPOINT_FILE, beside its output file) into
+  CHECKPOINTED events.
 Must not: choose nodes, GPUs, times or victims; it never lets Slurm restart a job on its own (a job Slurm requeued
 after a node failure is reported LOST and cancelled, and the engine decides what runs next).
 """
@@ -54,6 +56,11 @@ NOT_STARTED = 127
 REQUEUE_PAUSE = 1.5
 """Seconds between requeuehold and release: a restart on the same nodes within the same second fails with
 "Job credential revoked"."""
+
+
+CHECKPOINT_SUFFIX = ".checkpoint"
+"""The checkpoint file of a Slurm job is its output file's name with this suffix instead of `.out`: one file for all
+its runs (a requeued run touches the same file; the engine ignores a report older than the run it is about)."""
 
 
 class _SystemClock:
@@ -107,6 +114,9 @@ class SlurmExecutor:
         else:
             self.output_dir.mkdir(parents=True, exist_ok=True)
         self.store = AttemptStore(self.state_dir / "slurm-executor.sqlite3")
+        self._checkpoints: dict[tuple[str, int], int] = {}
+        """The last checkpoint time reported for each running attempt (a restarted executor may report the last one
+        again: the engine ignores a report no later than the last)."""
 
     def close(self) -> None:
         self.store.close()
@@ -120,6 +130,10 @@ class SlurmExecutor:
         if rec is None:
             raise LookupError(f"no attempt {attempt} of job {job_id!r}")
         return self.output_dir / f"{rec.name}.out"
+
+    def checkpoint_path(self, name: str) -> Path:
+        """The file the Slurm job named `name` touches each time it has saved a checkpoint ($ALLOT_CHECKPOINT_FILE)."""
+        return self.output_dir / f"{name}{CHECKPOINT_SUFFIX}"
 
     def slurm_job_id(self, job_id: str, attempt: int) -> int | None:
         rec = self.store.get(job_id, attempt)
@@ -140,7 +154,9 @@ class SlurmExecutor:
         if rec is not None and rec.phase in (RELEASED, REFUSED):
             return
         if rec is None:
-            script = batch_script(spec)  # validates before anything is recorded
+            # Unique across executors and state directories: slurmctld remembers ended jobs for a while.
+            name = f"{job_name(spec.job_id, spec.attempt)}.{secrets.token_hex(4)}"
+            script = batch_script(spec, str(self.checkpoint_path(name)))  # validates before anything is recorded
             try:
                 self.run_as.require(spec.user)
             except NoAccount as exc:
@@ -153,8 +169,7 @@ class SlurmExecutor:
                 attempt=spec.attempt,
                 slurm_id=None,
                 base_attempt=spec.attempt,
-                # Unique across executors and state directories: slurmctld remembers ended jobs for a while.
-                name=f"{job_name(spec.job_id, spec.attempt)}.{secrets.token_hex(4)}",
+                name=name,
                 nodes=tuple(a.node for a in spec.placement),
                 phase=REFUSED if refused else SUBMITTING,
                 gpus=None,
@@ -172,7 +187,7 @@ class SlurmExecutor:
             # pinned (--nodelist, exactly the placement's nodes) and held, then released — two commands.
             self._submit_fresh(rec, spec, script)
             return
-        script = batch_script(spec)
+        script = batch_script(spec, str(self.checkpoint_path(rec.name)))
         if rec.slurm_id is None:
             rec = self._submit(rec, spec, script)
         self._pin_and_release(rec)
@@ -302,6 +317,17 @@ class SlurmExecutor:
         output = self.output_dir / f"{rec.name}.out"
         output.unlink(missing_ok=True)
         account = self.run_as.account(spec.user)
+        # The job touches its checkpoint file; it exists beforehand (the account's own in owner mode: the job cannot
+        # create files in the output directory), dated 1970 so that only a touch counts as a report.
+        marker = self.checkpoint_path(rec.name)
+        marker.unlink(missing_ok=True)
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            os.utime(fd, (0, 0))
+            if account is not None:
+                os.fchown(fd, account.uid, account.gid)
+        finally:
+            os.close(fd)
         workdir: str | None = None
         identity: dict[str, str] | None = None
         if account is not None:
@@ -414,13 +440,29 @@ class SlurmExecutor:
             else:
                 events.append(self._event(rec, EventKind.EXITED, at, exit_code(job.get("exit_code")), state))
             self.store.update(rec, ended=True)
+            self._checkpoints.pop((rec.job_id, rec.attempt), None)
             return events
+        if rec.started and state in RUNNING_STATES:
+            events.extend(self._checkpoint_events(rec, epoch(job.get("start_time")) or 0))
         if rec.kill_at is not None and now >= rec.kill_at and state in RUNNING_STATES:
             if rec.kill_sent_at is None:
                 self._kill(rec, now)
             elif now >= rec.kill_sent_at + HARD_CANCEL_AFTER:
                 self.cli.scancel(str(rec.slurm_id))
         return events
+
+    def _checkpoint_events(self, rec: AttemptRecord, started_at: int) -> list[ExecutorEvent]:
+        """A CHECKPOINTED event when the job touched its checkpoint file since the last poll, at the file's
+        modification time; a time before this run started is an earlier run's checkpoint, not this attempt's."""
+        try:
+            at = int(self.checkpoint_path(rec.name).stat().st_mtime)
+        except OSError:
+            return []
+        key = (rec.job_id, rec.attempt)
+        if at < started_at or at <= self._checkpoints.get(key, 0):
+            return []
+        self._checkpoints[key] = at
+        return [self._event(rec, EventKind.CHECKPOINTED, at, None, "checkpoint file touched")]
 
     def _event(self, rec: AttemptRecord, kind: EventKind, at: int, code: int | None, detail: str) -> ExecutorEvent:
         return ExecutorEvent(job_id=rec.job_id, attempt=rec.attempt, kind=kind, at=at, exit_code=code, detail=detail)

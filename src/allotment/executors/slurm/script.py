@@ -21,7 +21,7 @@ import re
 import shlex
 
 from allotment.executors.accounts import Account
-from allotment.executors.environment import job_environment
+from allotment.executors.environment import CHECKPOINT_VARIABLE, job_environment
 from allotment.ports.executor import LaunchSpec
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -118,8 +118,9 @@ def sbatch_args(
     return args
 
 
-def batch_script(spec: LaunchSpec) -> str:
-    """The batch script for the first run of `spec` (and, unchanged, for its requeued runs)."""
+def batch_script(spec: LaunchSpec, checkpoint_file: str | None = None) -> str:
+    """The batch script for the first run of `spec` (and, unchanged, for its requeued runs). `checkpoint_file`: the
+    file the job touches each time it has saved a checkpoint (ALLOT_CHECKPOINT_FILE), one for all its runs."""
     if spec.image is not None:
         raise ValueError(f"job {spec.job_id!r}: container images are not supported by the Slurm executor")
     if not spec.command:
@@ -151,6 +152,7 @@ def batch_script(spec: LaunchSpec) -> str:
         f'  [ -n "$_allot_c" ] && export ALLOT_SLICE_END="${{_allot_c#Comment={SLICE_COMMENT}}}"',
         "  unset _allot_c",
         "fi",
+        *([f"export {CHECKPOINT_VARIABLE}={shlex.quote(checkpoint_file)}"] if checkpoint_file is not None else []),
         # The step takes the script's environment (sbatch's minimal one plus the exports above).
         "export SLURM_EXPORT_ENV=ALL",
         "exec srun --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c "
