@@ -198,7 +198,7 @@ class SlurmExecutor:
             return
         now = self.clock.now()
         if rec.slurm_id is None:
-            self.store.update(rec, ended=True, term_at=now, kill_at=now)
+            self._end(rec, term_at=now, kill_at=now)
             return
         state = self.cli.run(["squeue", "-h", "-j", str(rec.slurm_id), "-o", "%T"], check=False).strip()
         if state in ("", "PENDING"):
@@ -222,7 +222,7 @@ class SlurmExecutor:
             if rec.phase == REFUSED:
                 detail = "not started: its owner has no Unix account to run it as (owner mode; see the server log)"
                 events.append(self._event(rec, EventKind.EXITED, now, NOT_STARTED, detail))
-                self.store.update(rec, ended=True)
+                self._end(rec)
                 continue
             if rec.slurm_id is None:
                 continue  # launch() has not finished; it will
@@ -410,7 +410,7 @@ class SlurmExecutor:
                 events.append(self._event(rec, EventKind.EXITED, now, None, "cancelled before it started"))
             else:
                 events.append(self._event(rec, EventKind.LOST, now, None, detail))
-            self.store.update(rec, ended=True)
+            self._end(rec)
             return events
         state = state_of(job)
         restarts = _restarts(job)
@@ -420,7 +420,7 @@ class SlurmExecutor:
             self.cli.scancel(str(rec.slurm_id))
             reason = str(job.get("state_reason") or "requeued by Slurm")
             events.append(self._event(rec, EventKind.LOST, now, None, f"requeued by Slurm ({reason})"))
-            self.store.update(rec, ended=True)
+            self._end(rec)
             return events
         if restarts < rec.expected_restarts:
             return events  # the requeue has not reached slurmctld's record yet
@@ -439,8 +439,7 @@ class SlurmExecutor:
                 events.append(self._event(rec, EventKind.EXITED, at, None, "cancelled before it started"))
             else:
                 events.append(self._event(rec, EventKind.EXITED, at, exit_code(job.get("exit_code")), state))
-            self.store.update(rec, ended=True)
-            self._checkpoints.pop((rec.job_id, rec.attempt), None)
+            self._end(rec)
             return events
         if rec.started and state in RUNNING_STATES:
             events.extend(self._checkpoint_events(rec, epoch(job.get("start_time")) or 0))
@@ -450,6 +449,11 @@ class SlurmExecutor:
             elif now >= rec.kill_sent_at + HARD_CANCEL_AFTER:
                 self.cli.scancel(str(rec.slurm_id))
         return events
+
+    def _end(self, rec: AttemptRecord, **changes: object) -> None:
+        """Record that this attempt is over, and forget the checkpoint time it last reported."""
+        self.store.update(rec, ended=True, **changes)
+        self._checkpoints.pop((rec.job_id, rec.attempt), None)
 
     def _checkpoint_events(self, rec: AttemptRecord, started_at: int) -> list[ExecutorEvent]:
         """A CHECKPOINTED event when the job touched its checkpoint file since the last poll, at the file's
