@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from allotment.core.checkpoints import MARGIN, least_lost_start, unsaved_at, unsaved_work
+from allotment.core.cycle import AllotmentPolicy
 from allotment.core.model import Allocation, Run, RunClass
 from tests.core.builders import HOUR, World
 from tests.core.driver import Driver
@@ -109,3 +110,60 @@ def test_without_reports_the_plan_calls_the_work_away_at_once() -> None:
     assert drv.started_at("g") == plan.planned_start
     assert [e.job for e in drv.events("preempt")] == ["r0"]
     assert drv.lost["r0"] == SLICE_END + grace - 2 * HOUR  # told at its slice end: 15 minutes since its checkpoint
+
+
+# -- the nodes a plan calls away ------------------------------------------------------------------------------------
+
+decide = AllotmentPolicy().decide
+NOW = 2 * HOUR + 10 * MIN
+
+
+def _held(nodes: int, rack_size: int = 2) -> World:
+    """`nodes` 8-GPU nodes of one cluster, each to be held by a job of "big" (no credits left: none renews) whose
+    slice ends at 2 h 15 min; "light", below its share, asks for GPUs at 2 h 10 min."""
+    w = World().cluster("c1", nodes=nodes, rack_size=rack_size, block_size=1).budget("org", alloc=2000)
+    return w.policy(default_headroom=0).budget("big", "org", balance=0, usage=5000.0).budget("light", "org")
+
+
+def _node(i: int) -> str:
+    return f"c1-h100-{i:02d}"
+
+
+def test_a_plan_takes_a_later_node_whose_work_is_about_to_save() -> None:
+    """Node 0's work reports nothing (it would lose all 2 h 15 min of its run); node 1's slice ends 20 minutes
+    later, and it saves every 30 minutes (last at 2 h). The plan waits for node 1's checkpoint at 3 h — within
+    `checkpoint_wait` of node 0's earliest — rather than call node 0's work away at once."""
+    w = _held(2).running("x0", "big", {_node(0): 8}, started=0, slice_end=SLICE_END)
+    w.running("x1", "big", {_node(1): 8}, started=0, slice_end=SLICE_END + 20 * MIN, checkpoint_at=2 * HOUR,
+              checkpoint_every=30 * MIN)  # fmt: skip
+    snap = w.pending("g", "light", gpus=8, submitted_at=NOW).snapshot()
+    (plan,) = decide(snap, NOW).reserves
+    grace = snap.policy.default_grace_of
+    assert (plan.nodes, plan.planned_start) == (((_node(1), 8),), 3 * HOUR + MARGIN + grace)
+
+
+def test_without_reports_a_plan_takes_the_earliest_node() -> None:
+    """The same nodes, neither reporting: node 1's work would lose more by its later slice end, so the plan stays
+    on node 0 at its earliest start."""
+    w = _held(2).running("x0", "big", {_node(0): 8}, started=0, slice_end=SLICE_END)
+    w.running("x1", "big", {_node(1): 8}, started=0, slice_end=SLICE_END + 20 * MIN)
+    snap = w.pending("g", "light", gpus=8, submitted_at=NOW).snapshot()
+    (plan,) = decide(snap, NOW).reserves
+    assert (plan.nodes, plan.planned_start) == (((_node(0), 8),), SLICE_END + snap.policy.default_grace_of)
+
+
+def test_a_gang_plan_keeps_its_rack_and_takes_the_one_losing_least() -> None:
+    """Four nodes in two racks, every slice ending at 2 h 15 min. A 16-GPU gang fits either rack; rack 1 holds the
+    work that saved most recently (node 2 saved at 2 h 14 min), so the plan takes rack 1 — never node 2 with a node
+    of the other rack, although that pair would lose the same."""
+    w = _held(4)
+    for i in range(4):
+        saved = 2 * HOUR + 14 * MIN if i == 2 else None
+        w.running(f"x{i}", "big", {_node(i): 8}, started=0, slice_end=SLICE_END, checkpoint_at=saved,
+                  checkpoint_every=30 * MIN if saved else None)  # fmt: skip
+    snap = w.pending("g", "light", gpus=8, replicas=2, submitted_at=NOW).snapshot()
+    (plan,) = decide(snap, NOW).reserves
+    assert (plan.nodes, plan.planned_start) == (
+        ((_node(2), 8), (_node(3), 8)),
+        SLICE_END + snap.policy.default_grace_of,
+    )

@@ -45,7 +45,7 @@ from allotment.core.preemption import (
     victim_reason,
     window_reclaims,
 )
-from allotment.core.reservations import Yields, claim, plan_start, planned_on, room_denied, start_losing_least
+from allotment.core.reservations import Yields, claim, plan_start, planned_on, room_denied
 from allotment.core.running import due_victims, reservation_reserve
 from allotment.core.state import SHARE_SLACK, Carried, CycleState
 
@@ -395,12 +395,11 @@ def _consider(
             st.earliest_bounds,
             st.ix.room_for,
             _RoomNode(st) if not room_exempt(st, job, t) else _no_room_node,
+            _wait(st),
+            st.ix.grace,
         )
         if plan is not None:
-            start = start_losing_least(
-                st.cap, plan.nodes, plan.planned_start, st.ix.now, yields, _wait(st), st.ix.grace
-            )
-            planned = claim_and_call_due(st, job, plan.nodes, yields, start)
+            planned = claim_and_call_due(st, job, plan.nodes, yields, plan.planned_start)
             names = tuple((st.cap.nodes[i].node.name, g) for i, g in plan.nodes)
             gave_way = tuple(sorted(o.job.id for i, _ in plan.nodes for o in st.cap.nodes[i].occupants if yields(o)))
             st.out.mark_reserved(Reserve(job.id, names, planned, ReservationKind.PLANNED, st.ix.now, gave_way))

@@ -176,11 +176,13 @@ def choose_block(
     capacity: Capacity,
     levels: tuple[str, ...],
     by_kth: bool = False,
+    tightest: bool = False,
 ) -> list[int] | None:
     """Choose k nodes from (node index, cost) candidates: the tightest topology level at which some group holds k
     candidates, and in it the group with the lowest cost (sum of its k cheapest, or the k-th cheapest when `by_kth`,
     as for a planned start), then the fewest spare candidates (best fit), then the group name. Ties between levels
-    go to the tighter level only when its cost is as good as the whole cluster's."""
+    go to the tighter level only when its cost is as good as the whole cluster's — or always, when `tightest` (the
+    costs are not times, so a looser level's lower cost would buy nothing a gang wants more than its topology)."""
     if len(candidates) < k:
         return None
     ordered = sorted(candidates, key=lambda c: (c[1], c[0]))
@@ -200,6 +202,6 @@ def choose_block(
         if not fitting:
             continue
         best_score, _, _, group = min(fitting, key=lambda f: (f[0], f[1], f[2]))
-        if best_score <= overall:
+        if tightest or best_score <= overall:
             return sorted(idx for idx, _ in group[:k])
     return sorted(idx for idx, _ in ordered[:k])

@@ -2,7 +2,8 @@
 
 Owns: when a node could hold `need` GPUs (its occupants' leave times: slice end + grace for work inside a slice,
 the kill deadline for work already leaving, now + grace for preemptible work), the choice of nodes and planned start
-for a job that cannot start now, claims on reserved nodes, and the backfill test that keeps later work from delaying
+for a job that cannot start now (the earliest, then within `checkpoint_wait` the nodes and instant losing the least
+work: `losing_least`), claims on reserved nodes, and the backfill test that keeps later work from delaying
 a planned start (`backfill_cannot_delay`).
 
 Must not: emit decisions or take GPUs; the cycle does.
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from allotment.core.capacity import Capacity, Claim, NodeSlot, Occupant, Pool, replicas_on
-from allotment.core.checkpoints import Victim, least_lost_start
+from allotment.core.checkpoints import Victim, keeps_rhythm, least_lost_start, lost_at, saving_starts
 from allotment.core.decisions import PreemptReason
 from allotment.core.model import Job, Seconds
 from allotment.core.placement import asks_beside, choose_block, node_size, nodes_needed
@@ -140,15 +141,19 @@ def called_away(
 
 
 class Plan:
-    """A planned start: the nodes (index, GPUs) of one pool a job will start on, and when (a plain class: core
-    performance rules, 1)."""
+    """A planned start: the nodes (index, GPUs) of one pool a job will start on, when, and the earliest its pool
+    could have held it (`earliest`; the start is later by a wait on checkpoints) (a plain class: core performance
+    rules, 1)."""
 
-    __slots__ = ("nodes", "planned_start", "pool")
+    __slots__ = ("earliest", "nodes", "planned_start", "pool")
 
-    def __init__(self, pool: Pool, nodes: tuple[tuple[int, int], ...], planned_start: Seconds) -> None:
+    def __init__(
+        self, pool: Pool, nodes: tuple[tuple[int, int], ...], planned_start: Seconds, earliest: Seconds | None = None
+    ) -> None:
         self.pool: Final = pool
         self.nodes: Final = nodes
         self.planned_start: Final = planned_start
+        self.earliest: Final = planned_start if earliest is None else earliest
 
 
 def plan_start(
@@ -162,14 +167,19 @@ def plan_start(
     bounds: Bounds | None = None,
     headroom: Callable[[str], int] | None = None,
     room_node: Callable[[str], tuple[int, int] | None] = lambda cluster: None,
+    wait: Seconds = 0,
+    grace: Callable[[Job], Seconds] | None = None,
 ) -> Plan | None:
     """The earliest planned start over the job's pools, on nodes no other reservation claims; ties go to the pool
-    the job prefers. `room_node` names a cluster's room node and the most of its GPUs free, held by fast-leaving
+    the job prefers. With a `wait` and the victims' `grace`, the plan then takes, in that pool, the nodes and the
+    start within `wait` of the earliest at which the work it calls away loses the least (rule `least-lost-work`:
+    `losing_least`). `room_node` names a cluster's room node and the most of its GPUs free, held by fast-leaving
     work or by work already leaving that a plan may count there (rule `node-shaped-room`), which also bounds the
     cluster's spare there. `bounds`, when given, lists a pool's nodes in order of the earliest time they could hold
     a need if all their occupants gave way (earliest_on_node with everyone_yields): a single-node job then looks
     only at the nodes whose bound is not later than the best start found so far."""
     best: Plan | None = None
+    times: dict[int, Seconds]
     for pool in pools:
         k, need = _nodes_and_need(job, capacity, pool)
         if k == 0 or (headroom is not None and _beyond_room(capacity, pool, need * k, headroom)):
@@ -181,11 +191,16 @@ def plan_start(
         beside = job if asks_beside(job) else None
         if k == 1 and bounds is not None:
             single = _earliest_single(capacity, pool, need, now, yields, bounds, spare, kept, beside)
-            if single is not None and (best is None or single.planned_start < best.planned_start):
+            if single is not None and (best is None or single.planned_start < best.earliest):
                 best = single
+                if wait > 0 and grace is not None:
+                    times = _single_window(capacity, pool, need, now, yields, bounds, spare, kept, beside, wait, single)
+                    best = losing_least(
+                        capacity, pool, times, 1, need, (), single.planned_start, now, yields, wait, grace
+                    )
             continue
         cands: list[tuple[int, float]] = []
-        times: dict[int, Seconds] = {}
+        times = {}
         for idx in capacity.pools.get(pool, ()):
             slot = capacity.nodes[idx]
             if not slot.accepts or slot.claim is not None or slot.node.gpus < need:
@@ -196,18 +211,146 @@ def plan_start(
                 cands.append((idx, (t - now) + _tie(work_called_away(slot, need, now, yields))))
         if len(cands) < k:
             continue
+        levels = topology.get(pool[0], ()) if k > 1 else ()
         if k == 1:
             # earliest, then the least work called away, then the fullest node (best fit), then index
             idx, _ = min(cands, key=lambda c: (c[1], len(capacity.nodes[c[0]].free), c[0]))
             plan = Plan(pool, ((idx, need),), times[idx])
         else:
-            chosen = choose_block(cands, k, capacity, topology.get(pool[0], ()), by_kth=True)
+            chosen = choose_block(cands, k, capacity, levels, by_kth=True)
             if chosen is None:
                 continue
             plan = Plan(pool, tuple((i, need) for i in chosen), max(times[i] for i in chosen))
-        if best is None or plan.planned_start < best.planned_start:
+        if best is None or plan.planned_start < best.earliest:
             best = plan
+            if wait > 0 and grace is not None:
+                best = losing_least(
+                    capacity, pool, times, k, need, levels, plan.planned_start, now, yields, wait, grace
+                )
     return best
+
+
+def losing_least(
+    capacity: Capacity,
+    pool: Pool,
+    times: Mapping[int, Seconds],
+    k: int,
+    need: int,
+    levels: tuple[str, ...],
+    base: Seconds,
+    now: Seconds,
+    yields: Yields,
+    wait: Seconds,
+    grace: Callable[[Job], Seconds],
+) -> Plan:
+    """Rule `least-lost-work` for a new plan: of the nodes that could hold `need` GPUs each by `times` (`base`, the
+    earliest k of them could, at the latest) and the instants in [base, base + wait] — each node's time and just
+    after a predicted checkpoint of the work there (`saving_starts`) — the k nodes and the instant at which the
+    work called away loses the fewest GPU-seconds, then the earliest. A node ready after `base` is a candidate
+    only when work there keeps a checkpoint rhythm: what reports none loses only more by a later start, and the
+    nodes ready at `base` already offer the least of it. At each instant a gang takes the tightest topology level
+    that has k nodes ready by then, in it the group losing the least: never a looser level than the earliest
+    plan's, as more nodes are ready later, not fewer."""
+    window = {
+        i: t for i, t in times.items() if t <= base or (t <= base + wait and _rhythm_on(capacity.nodes[i], now, yields))
+    }
+    victims = {i: _victims_on(capacity.nodes[i], need, now, yields, grace) for i in window}
+    starts = {base}
+    for i, t in window.items():
+        starts.add(max(t, base))
+        for run, _gpus, g in victims[i]:
+            starts.update(saving_starts(run, g, max(t, base), base + wait, now))
+    best: tuple[tuple[int, Seconds], list[int]] | None = None
+    for t in sorted(starts):
+        costs = [(i, float(lost_at(victims[i], t, now))) for i, ready in window.items() if ready <= t]
+        if len(costs) < k:
+            continue
+        if k == 1:
+            idx, cost = min(costs, key=lambda c: (c[1], len(capacity.nodes[c[0]].free), c[0]))
+            chosen, loss = [idx], int(cost)
+        else:
+            block = choose_block(costs, k, capacity, levels, tightest=True)
+            if block is None:
+                continue
+            chosen, loss = block, lost_at(_each_once(victims, block), t, now)
+        if best is None or (loss, t) < best[0]:
+            best = ((loss, t), chosen)
+            if loss == 0:
+                break  # later instants can only tie, and ties go to the earliest
+    assert best is not None  # at `base`, k nodes are ready: the earliest plan's
+    return Plan(pool, tuple((i, need) for i in sorted(best[1])), best[0][1], base)
+
+
+def _victims_on(
+    slot: NodeSlot, need: int, now: Seconds, yields: Yields, grace: Callable[[Job], Seconds]
+) -> list[Victim]:
+    """The runs a plan for `need` GPUs of this node would call away: on a whole node, all the work there that gives
+    way and is not leaving already; on part of one, none when the free GPUs and the work already leaving cover the
+    need, else the fewest of the work that gives way that cover the rest (fewest_victims). Each with every GPU its
+    job holds (a gang loses its replicas on other nodes too)."""
+    have = len(slot.free)
+    eligible: list[tuple[Occupant, PreemptReason]] = []
+    for occ in slot.occupants:
+        if occ.leaving:
+            have += occ.gpus
+        elif occ.job.run is not None and yields(occ):
+            eligible.append((occ, PreemptReason.RESERVATION))
+    if have >= need:
+        return []
+    chosen = eligible if need >= slot.node.gpus else fewest_victims(eligible, need - have, now)
+    out: list[Victim] = []
+    for occ, _ in chosen:
+        run = occ.job.run
+        if run is not None:
+            out.append((run, occ.job.total_gpus, grace(occ.job)))
+    return out
+
+
+def _rhythm_on(slot: NodeSlot, now: Seconds, yields: Yields) -> bool:
+    """Whether work on this node that would give way to a plan keeps a checkpoint rhythm (keeps_rhythm)."""
+    return any(not o.leaving and keeps_rhythm(o.job.run, now) and yields(o) for o in slot.occupants)
+
+
+def _each_once(victims: Mapping[int, list[Victim]], nodes: Iterable[int]) -> list[Victim]:
+    """The victims of these nodes, a gang that spans several of them once."""
+    seen: set[int] = set()
+    out: list[Victim] = []
+    for i in nodes:
+        for v in victims[i]:
+            if id(v[0]) not in seen:  # a gang's occupants on each node share its one Run
+                seen.add(id(v[0]))
+                out.append(v)
+    return out
+
+
+def _single_window(
+    capacity: Capacity,
+    pool: Pool,
+    need: int,
+    now: Seconds,
+    yields: Yields,
+    bounds: Bounds,
+    spare: int | None,
+    kept: tuple[int, int] | None,
+    beside: Job | None,
+    wait: Seconds,
+    earliest: Plan,
+) -> dict[int, Seconds]:
+    """For losing_least on a single-node job: the unclaimed nodes of the pool that could hold it within `wait` of
+    the earliest plan, and when: beside the earliest plan's node, those where work keeps a checkpoint rhythm (the
+    others lose more than the earliest node did at its start, which already broke ties by the work called away)."""
+    last = earliest.planned_start + wait
+    times = {earliest.nodes[0][0]: earliest.planned_start}
+    for idx, bound in bounds(pool, need, spare != 0):
+        if bound > last:
+            break
+        slot = capacity.nodes[idx]
+        if slot.claim is not None or idx in times or not _rhythm_on(slot, now, yields):
+            continue
+        t = earliest_on_node(slot, need, now, yields, spare, beside, _soon_on(idx, kept))
+        if t is not None and t <= last:
+            times[idx] = t
+    return times
 
 
 def claimable(capacity: Capacity, cluster: str, headroom: int) -> int:
