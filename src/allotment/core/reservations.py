@@ -190,11 +190,11 @@ def plan_start(
         kept = room_node(pool[0])
         beside = job if asks_beside(job) else None
         if k == 1 and bounds is not None:
-            single = _earliest_single(capacity, pool, need, now, yields, bounds, spare, kept, beside)
+            searched = wait if grace is not None else 0
+            single, times = _earliest_single(capacity, pool, need, now, yields, bounds, spare, kept, beside, searched)
             if single is not None and (best is None or single.planned_start < best.earliest):
                 best = single
-                if wait > 0 and grace is not None:
-                    times = _single_window(capacity, pool, need, now, yields, bounds, spare, kept, beside, wait, single)
+                if searched > 0 and grace is not None:
                     best = losing_least(
                         capacity, pool, times, 1, need, (), single.planned_start, now, yields, wait, grace
                     )
@@ -323,36 +323,6 @@ def _each_once(victims: Mapping[int, list[Victim]], nodes: Iterable[int]) -> lis
     return out
 
 
-def _single_window(
-    capacity: Capacity,
-    pool: Pool,
-    need: int,
-    now: Seconds,
-    yields: Yields,
-    bounds: Bounds,
-    spare: int | None,
-    kept: tuple[int, int] | None,
-    beside: Job | None,
-    wait: Seconds,
-    earliest: Plan,
-) -> dict[int, Seconds]:
-    """For losing_least on a single-node job: the unclaimed nodes of the pool that could hold it within `wait` of
-    the earliest plan, and when: beside the earliest plan's node, those where work keeps a checkpoint rhythm (the
-    others lose more than the earliest node did at its start, which already broke ties by the work called away)."""
-    last = earliest.planned_start + wait
-    times = {earliest.nodes[0][0]: earliest.planned_start}
-    for idx, bound in bounds(pool, need, spare != 0):
-        if bound > last:
-            break
-        slot = capacity.nodes[idx]
-        if slot.claim is not None or idx in times or not _rhythm_on(slot, now, yields):
-            continue
-        t = earliest_on_node(slot, need, now, yields, spare, beside, _soon_on(idx, kept))
-        if t is not None and t <= last:
-            times[idx] = t
-    return times
-
-
 def claimable(capacity: Capacity, cluster: str, headroom: int) -> int:
     """Rule `plans-leave-session-room`: the most GPUs a new planned start may claim in a cluster. Sessions and the
     headroom refill work only on nodes no plan claims, so plans leave the cluster's session headroom unclaimed —
@@ -394,23 +364,38 @@ def _earliest_single(
     spare: int | None,
     kept: tuple[int, int] | None = None,
     beside: Job | None = None,
-) -> Plan | None:
+    wait: Seconds = 0,
+) -> tuple[Plan | None, dict[int, Seconds]]:
     """plan_start for a single-node job on one pool: the earliest start, then the least work called away (rule
-    `least-lost-work`), then the fullest node, then the index."""
+    `least-lost-work`), then the fullest node, then the index — and, for losing_least, when that node and each node
+    where work keeps a checkpoint rhythm could hold the job, up to `wait` after that start (the others lose more
+    than the earliest node did at its start, which already broke ties by the work called away)."""
     best: tuple[Seconds, int, int, int] | None = None
+    rhythm: dict[int, Seconds] = {}
     for idx, bound in bounds(pool, need, spare != 0):  # counting every room GPU bounds any spare from below
-        if best is not None and bound > best[0]:
-            break  # this node and all after it could start no earlier
+        if best is not None and bound > best[0] + wait:
+            break  # this node and all after it could start no earlier, nor within the wait
         slot = capacity.nodes[idx]
         if slot.claim is not None:
             continue
+        keeps = wait > 0 and _rhythm_on(slot, now, yields)
+        if best is not None and bound > best[0] and not keeps:
+            continue
         t = earliest_on_node(slot, need, now, yields, spare, beside, _soon_on(idx, kept))
-        if t is None or (best is not None and t > best[0]):
+        if t is None:
+            continue
+        if keeps:
+            rhythm[idx] = t
+        if best is not None and t > best[0]:
             continue
         key = (t, work_called_away(slot, need, now, yields), len(slot.free), idx)
         if best is None or key < best:
             best = key
-    return None if best is None else Plan(pool, ((best[3], need),), best[0])
+    if best is None:
+        return None, {}
+    times = {i: t for i, t in rhythm.items() if t <= best[0] + wait}
+    times[best[3]] = best[0]
+    return Plan(pool, ((best[3], need),), best[0]), times
 
 
 def work_called_away(slot: NodeSlot, need: int, now: Seconds, yields: Yields) -> int:
