@@ -272,7 +272,7 @@ def losing_least(
             block = choose_block(costs, k, capacity, levels, tightest=True)
             if block is None:
                 continue
-            chosen, loss = block, lost_at(_each_once(victims, block), t, now)
+            chosen, loss = block, lost_at(called_away(capacity, [(i, need) for i in block], yields, grace), t, now)
         if best is None or (loss, t) < best[0]:
             best = ((loss, t), chosen)
             if loss == 0:
@@ -309,18 +309,6 @@ def _victims_on(
 def _rhythm_on(slot: NodeSlot, now: Seconds, yields: Yields) -> bool:
     """Whether work on this node that would give way to a plan keeps a checkpoint rhythm (keeps_rhythm)."""
     return any(not o.leaving and keeps_rhythm(o.job.run, now) and yields(o) for o in slot.occupants)
-
-
-def _each_once(victims: Mapping[int, list[Victim]], nodes: Iterable[int]) -> list[Victim]:
-    """The victims of these nodes, a gang that spans several of them once."""
-    seen: set[int] = set()
-    out: list[Victim] = []
-    for i in nodes:
-        for v in victims[i]:
-            if id(v[0]) not in seen:  # a gang's occupants on each node share its one Run
-                seen.add(id(v[0]))
-                out.append(v)
-    return out
 
 
 def claimable(capacity: Capacity, cluster: str, headroom: int) -> int:
